@@ -1,0 +1,74 @@
+# METADATA
+# title: workload helpers
+# description: |
+#   Where a Pod or a Volcano Job keeps its pod specs and labels, and whether it is sensitive.
+#   Rules read these instead of walking the object themselves.
+package vgate.lib.workload
+
+import rego.v1
+
+obj := input.request.object
+
+placement := data.vgate.config.placement
+
+is_create if input.request.operation == "CREATE"
+
+is_pod if {
+	input.request.kind.kind == "Pod"
+	object.get(input.request.kind, "group", "") == ""
+}
+
+is_volcano_job if {
+	input.request.kind.kind == "Job"
+	input.request.kind.group == "batch.volcano.sh"
+}
+
+is_pod_group if {
+	input.request.kind.kind == "PodGroup"
+	input.request.kind.group == "scheduling.volcano.sh"
+}
+
+# Placement rules judge new pods and jobs: a running pod's placement cannot change.
+judges_placement if {
+	is_create
+	is_pod
+}
+
+judges_placement if {
+	is_create
+	is_volcano_job
+}
+
+# Pod specs keyed by a name a user recognises in a message: "pod" or "task[0] ps".
+templates["pod"] := {"metadata": object.get(obj, "metadata", {}), "spec": obj.spec} if is_pod
+
+templates[name] := {"metadata": object.get(task.template, "metadata", {}), "spec": task.template.spec} if {
+	is_volcano_job
+	some i, task in obj.spec.tasks
+	name := sprintf("task[%d] %s", [i, object.get(task, "name", "")])
+}
+
+labels_of(metadata) := object.get(metadata, "labels", {})
+
+sensitive_label := sprintf("%s=%s", [placement.sensitiveLabel.key, placement.sensitiveLabel.value])
+
+is_sensitive if labels_of(obj.metadata)[placement.sensitiveLabel.key] == placement.sensitiveLabel.value
+
+is_sensitive if {
+	some template in templates
+	labels_of(template.metadata)[placement.sensitiveLabel.key] == placement.sensitiveLabel.value
+}
+
+required_node_terms(spec) := object.get(
+	spec,
+	["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"],
+	[],
+)
+
+containers(spec) := array.concat(object.get(spec, "initContainers", []), object.get(spec, "containers", []))
+
+queue := obj.metadata.annotations["scheduling.volcano.sh/queue-name"] if is_pod
+
+queue := obj.spec.queue if is_volcano_job
+
+queue := obj.spec.queue if is_pod_group

@@ -1,0 +1,54 @@
+# METADATA
+# title: Sensitive workloads have no external network path
+# description: |
+#   A workload labelled sensitive must not use the node's network (hostNetwork, hostPort) and
+#   must carry the label the cluster's deny-egress NetworkPolicy selects, so it cannot reach or
+#   be reached from outside the cluster.
+# custom:
+#   id: network-no-external
+#   severity: high
+#   category: network
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.2 boundary protection"
+#   remediation: Remove hostNetwork and hostPort; add the deny-egress label to the pod template.
+package vgate.rules.network_no_external
+
+import rego.v1
+
+import data.vgate.lib.workload
+
+egress := data.vgate.config.placement.egressDenyLabel
+
+deny contains {"rule": "network-no-external", "msg": msg} if {
+	workload.judges_placement
+	workload.is_sensitive
+	some name, template in workload.templates
+	template.spec.hostNetwork == true
+	msg := sprintf(
+		"%s is labelled %s but %s sets hostNetwork: true, which bypasses NetworkPolicy: remove hostNetwork",
+		[workload.obj.kind, workload.sensitive_label, name],
+	)
+}
+
+deny contains {"rule": "network-no-external", "msg": msg} if {
+	workload.judges_placement
+	workload.is_sensitive
+	some name, template in workload.templates
+	some container in workload.containers(template.spec)
+	some port in object.get(container, "ports", [])
+	object.get(port, "hostPort", 0) > 0
+	msg := sprintf(
+		"%s is labelled %s but container %s of %s opens hostPort %v on the node: remove hostPort",
+		[workload.obj.kind, workload.sensitive_label, container.name, name, port.hostPort],
+	)
+}
+
+deny contains {"rule": "network-no-external", "msg": msg} if {
+	workload.judges_placement
+	workload.is_sensitive
+	some name, template in workload.templates
+	object.get(workload.labels_of(template.metadata), egress.key, null) != egress.value
+	msg := sprintf(
+		"%s is labelled %s but %s lacks the label %s=%s that the deny-egress NetworkPolicy selects: add it to the pod labels",
+		[workload.obj.kind, workload.sensitive_label, name, egress.key, egress.value],
+	)
+}

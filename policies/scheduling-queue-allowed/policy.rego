@@ -1,0 +1,68 @@
+# METADATA
+# title: Queue allowed for the namespace
+# description: |
+#   A workload may name its Volcano queue (pod annotation scheduling.volcano.sh/queue-name, or
+#   spec.queue of a Volcano Job or PodGroup) only if the gateway config defines that queue and
+#   lets the workload's namespace use it. vgate injects an allowed queue when none is named.
+# custom:
+#   id: scheduling-queue-allowed
+#   severity: medium
+#   category: scheduling
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Remove the queue to get the namespace's queue, or name a queue allowed for the namespace.
+package vgate.rules.scheduling_queue_allowed
+
+import rego.v1
+
+import data.vgate.lib.workload
+
+definitions := data.vgate.config.queues.definitions
+
+namespace := input.request.namespace
+
+judged if {
+	workload.is_create
+	workload.is_pod
+}
+
+judged if {
+	workload.is_create
+	workload.is_volcano_job
+}
+
+judged if {
+	workload.is_create
+	workload.is_pod_group
+}
+
+allowed_queues := sort([name |
+	some name, definition in definitions
+	some pattern in definition.namespaces
+	glob.match(pattern, [], namespace)
+])
+
+deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
+	judged
+	queue := workload.queue
+	not definitions[queue]
+	msg := sprintf(
+		"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none",
+		[workload.obj.kind, queue, allowed_queues],
+	)
+}
+
+deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
+	judged
+	queue := workload.queue
+	definition := definitions[queue]
+	not namespace_allowed(definition)
+	msg := sprintf(
+		"%s in namespace %q names Volcano queue %q, which that namespace may not use: use one of %v or name none",
+		[workload.obj.kind, namespace, queue, allowed_queues],
+	)
+}
+
+namespace_allowed(definition) if {
+	some pattern in definition.namespaces
+	glob.match(pattern, [], namespace)
+}

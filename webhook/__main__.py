@@ -1,0 +1,5 @@
+"""``python -m webhook`` is the ``vgate`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,97 @@
+"""The HTTP layer: Flask views that read a body, call the gateway, serialise the answer.
+
+Endpoints: POST /mutate, POST /validate (AdmissionReview v1/v1beta1), GET /healthz, /readyz,
+/metrics. Every error is a one-line JSON object ``{"error": ..., "status": ...}``; no traceback
+ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from flask import Flask, Response, request
+from flask.json.provider import JSONProvider
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from .errors import RequestError
+from .gateway import Gateway
+from .metrics import exposition
+
+log = logging.getLogger("vgate")
+
+
+class OrjsonProvider(JSONProvider):
+    """orjson parses a 3 KB AdmissionReview ~2.5x faster than the standard library."""
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        return orjson.dumps(obj).decode()
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return orjson.loads(s)
+
+    def response(self, *args: Any, **kwargs: Any) -> Response:
+        obj = args[0] if len(args) == 1 else (args or kwargs)
+        return Response(orjson.dumps(obj), mimetype="application/json")
+
+
+def create_app(gateway: Gateway) -> Flask:
+    """A Flask app serving one gateway; build as many as you like (tests do)."""
+    app = Flask("vgate")
+    app.json = OrjsonProvider(app)
+    app.config["MAX_CONTENT_LENGTH"] = gateway.config.server["maxBodyBytes"]
+
+    def admission(endpoint: str, handler: Callable[[bytes], dict[str, Any]]) -> Response:
+        started = time.perf_counter()
+        try:
+            body = request.get_data(cache=False)
+        except RequestEntityTooLarge:
+            error = RequestError(413, f"request body is larger than {app.config['MAX_CONTENT_LENGTH']} bytes")
+            gateway.refuse(endpoint, error, started)
+            raise error from None
+        return app.json.response(handler(body))
+
+    @app.post("/mutate")
+    def mutate_view() -> Response:
+        return admission("mutate", gateway.mutate)
+
+    @app.post("/validate")
+    def validate_view() -> Response:
+        return admission("validate", gateway.validate)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return app.json.response({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        return app.json.response({"status": "ready", "policyRevision": gateway.revision,
+                                  "config": gateway.config.source})
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        payload, content_type = exposition()
+        return Response(payload, content_type=content_type)
+
+    @app.errorhandler(RequestError)
+    def request_error(error: RequestError) -> Response:
+        return _error(error.status, error.message)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> Response:
+        return _error(error.code or 500, error.description or error.name)
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return _error(500, "internal error; see the vgate log")
+
+    return app
+
+
+def _error(status: int, message: str) -> Response:
+    body = orjson.dumps({"error": " ".join(message.split()), "status": status})
+    return Response(body, status=status, mimetype="application/json")

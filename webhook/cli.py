@@ -1,0 +1,79 @@
+"""The `vgate` command: one sub-command per verb.
+
+Exit codes: 0 success; 1 an operator's file is invalid (config, policy, certificates) or the
+command failed; 2 bad usage (click's own).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from .certs import CertPaths, ca_bundle, write_certs
+from .errors import SourceError
+
+log = logging.getLogger("vgate")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vgate")
+def main() -> None:
+    """vgate: policy-as-code admission gateway for Volcano-scheduled clusters."""
+
+
+@main.command()
+@click.option("--out", default="certs", show_default=True, type=click.Path(file_okay=False),
+              help="Directory to write ca.crt, tls.crt and tls.key (0600) into.")
+@click.option("--service", default="vgate", show_default=True, help="Name of the webhook's Service.")
+@click.option("--namespace", default="vgate-system", show_default=True, help="Namespace of the Service.")
+@click.option("--days", default=365, show_default=True, type=click.IntRange(1, 3650), help="Validity in days.")
+def certs(out: str, service: str, namespace: str, days: int) -> None:
+    """Write a CA and a server certificate; print the base64 caBundle for the webhook configurations."""
+    paths = write_certs(out, service, namespace, days)
+    click.echo(f"wrote {paths.ca}, {paths.cert}, {paths.key} (valid {days} days)", err=True)
+    click.echo(ca_bundle(paths))
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Gateway config YAML. Default: the shipped example config.")
+@click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
+              help="Directory of Rego policies (unit tests *_test.rego are not loaded).")
+@click.option("--certs", "cert_dir", default="certs", show_default=True, type=click.Path(file_okay=False),
+              help="Directory holding tls.crt and tls.key; development certs are generated if none exist.")
+@click.option("--bind", default="0.0.0.0:8443", show_default=True, help="HOST:PORT to serve HTTPS on.")
+@click.option("--workers", default=os.cpu_count() or 1, show_default="one per core", type=click.IntRange(1, 64),
+              help="Worker processes (policy evaluation scales with processes, not threads).")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256),
+              help="Threads per worker (keep-alive connections served concurrently).")
+@click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
+def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
+          access_log: bool) -> None:
+    """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # Must precede the first import of prometheus_client: workers are forked from this process.
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
+    from .app import create_app
+    from .gateway import Gateway
+    from .server import ServeOptions, VgateServer
+
+    try:
+        Gateway.load(config_path, policy_dir, audit=False)
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    paths = CertPaths.under(cert_dir)
+    if not paths.exist():
+        write_certs(cert_dir, "vgate", "vgate-system")
+        log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)", cert_dir, paths.ca)
+    log.info("serving on https://%s with %d workers", bind, workers)
+    options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
+    VgateServer(lambda: create_app(Gateway.load(config_path, policy_dir)), options).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

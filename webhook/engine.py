@@ -1,0 +1,142 @@
+"""Policy engines: one small interface, the in-process regorus engine behind it.
+
+The decision contract (README, "Writing policies"): every rule package ``vgate.rules.<name>``
+yields ``deny`` and ``warn`` sets of objects ``{"rule": <id>, "msg": <text>}``; the shipped
+``policies/lib/main.rego`` gathers them into ``data.vgate.main.result = {"deny": [...],
+"warn": [...]}``. The webhook evaluates that one rule with the AdmissionReview as ``input`` and
+the gateway config as ``data.vgate.config``, so the same files load unchanged into OPA.
+
+regorus holds the GIL while it evaluates, so threads gain nothing from sharing one engine and
+must not share its mutable input: the engine is compiled once per process and each thread
+evaluates on its own ``clone()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import regorus
+
+from .errors import EvaluationError, PolicyError
+
+ENTRY_RULE = "data.vgate.main.result"
+_LOCATION = re.compile(r"-->\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)")
+_REASON = re.compile(r"^error:\s*(?P<reason>.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One rule result: which rule, what it found and how to fix it."""
+
+    rule: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    deny: tuple[Violation, ...]
+    warn: tuple[Violation, ...]
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """The Rego sources of a policy directory and their sha256 revision."""
+
+    root: Path
+    files: tuple[tuple[str, str], ...]  # (path, text), sorted by path
+    revision: str
+
+
+class PolicyEngine(Protocol):
+    """What the webhook needs from any engine, in-process or remote."""
+
+    revision: str
+
+    def evaluate(self, input_json: str) -> PolicyResult:
+        """Evaluate the decision rule for one AdmissionReview given as JSON text."""
+        ...
+
+
+def load_policy_set(root: str | Path, *, include_tests: bool = False) -> PolicySet:
+    """Read every ``.rego`` file under ``root``; unit tests (``*_test.rego``) only when asked."""
+    root = Path(root)
+    if not root.is_dir():
+        raise PolicyError(str(root), None, "policy directory does not exist")
+    paths = sorted(p for p in root.rglob("*.rego") if include_tests or not p.name.endswith("_test.rego"))
+    if not paths:
+        raise PolicyError(str(root), None, "no .rego files found")
+    files = tuple((str(p), p.read_text(encoding="utf-8")) for p in paths)
+    digest = hashlib.sha256()
+    for path, text in files:
+        digest.update(str(Path(path).relative_to(root)).encode() + b"\0" + text.encode() + b"\0")
+    return PolicySet(root, files, digest.hexdigest())
+
+
+def compile_engine(policy_set: PolicySet, data: dict[str, Any]) -> regorus.Engine:
+    """Parse every file into one engine with ``data``; raise PolicyError with file and line."""
+    engine = regorus.Engine()
+    for path, text in policy_set.files:
+        try:
+            engine.add_policy(path, text)
+        except RuntimeError as exc:
+            raise policy_error(exc, path) from None
+    engine.add_data_json(json.dumps(data))
+    return engine
+
+
+def policy_error(exc: Exception, default_file: str) -> PolicyError:
+    """Turn a regorus error (with its Rust backtrace) into file, line and a one-line reason."""
+    text = str(exc).split("Stack backtrace:")[0].strip()
+    location = _LOCATION.search(text)
+    reason = _REASON.search(text)
+    return PolicyError(
+        location.group("file") if location else default_file,
+        int(location.group("line")) if location else None,
+        reason.group("reason").strip() if reason else text.splitlines()[0] if text else "invalid policy",
+    )
+
+
+class RegorusEngine:
+    """In-process evaluation: compiled once per process, one clone per thread."""
+
+    def __init__(self, policy_set: PolicySet, config_document: dict[str, Any]) -> None:
+        self.revision = policy_set.revision
+        self._base = compile_engine(policy_set, {"vgate": {"config": config_document}})
+        self._local = threading.local()
+        self.evaluate("{}")  # surface evaluation-time errors (unknown functions, conflicts) at start-up
+
+    def evaluate(self, input_json: str) -> PolicyResult:
+        engine = getattr(self._local, "engine", None)
+        if engine is None:
+            engine = self._local.engine = self._base.clone()
+        try:
+            engine.set_input_json(input_json)
+            output = engine.eval_rule_as_json(ENTRY_RULE)
+        except RuntimeError as exc:
+            raise EvaluationError(str(exc).split("Stack backtrace:")[0].strip()) from None
+        return parse_result(json.loads(output))
+
+
+def parse_result(result: Any) -> PolicyResult:
+    """Check the decision contract; a policy that breaks it is an evaluation error."""
+    if not isinstance(result, dict):
+        raise EvaluationError(f"{ENTRY_RULE} must be an object with deny and warn, got {type(result).__name__}")
+    return PolicyResult(_violations(result, "deny"), _violations(result, "warn"))
+
+
+def _violations(result: dict[str, Any], key: str) -> tuple[Violation, ...]:
+    items = result.get(key, [])
+    if not isinstance(items, list):
+        raise EvaluationError(f"{ENTRY_RULE}.{key} must be a set of objects")
+    violations = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("rule"), str) or not isinstance(item.get("msg"), str):
+            raise EvaluationError(f"{ENTRY_RULE}.{key} holds {item!r}: each result needs string fields rule and msg")
+        violations.append(Violation(item["rule"], item["msg"]))
+    return tuple(sorted(set(violations), key=lambda v: (v.rule, v.message)))

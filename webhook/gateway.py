@@ -1,0 +1,133 @@
+"""The request path around the pure decision code: decode, decide, record, count.
+
+The HTTP layer hands a body to ``Gateway.mutate``/``Gateway.validate`` and serialises what comes
+back; mutation and validation know nothing of I/O. Every outcome, refusals included, is
+written to the decision log and counted before the answer leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .admission import AdmissionRequest, Decision, decode_review, encode_response
+from .audit import DecisionLog
+from .config import Config, load_config
+from .engine import RegorusEngine, load_policy_set
+from .errors import RequestError
+from .metrics import ERRORS, LATENCY, REQUESTS, VIOLATIONS
+from .mutation import Mutation, mutate
+from .validation import Validation, validate
+
+log = logging.getLogger("vgate")
+
+
+@dataclass
+class Gateway:
+    """Config, engine and decision log of one worker process."""
+
+    config: Config
+    engine: RegorusEngine
+    decisions: DecisionLog | None
+
+    @classmethod
+    def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True) -> "Gateway":
+        """Load and compile everything; raises ConfigError/PolicyError naming file and line."""
+        config = load_config(config_path)
+        engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+        decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
+        return cls(config, engine, decisions)
+
+    @property
+    def revision(self) -> str:
+        return self.engine.revision
+
+    def mutate(self, body: bytes) -> dict[str, Any]:
+        """Answer /mutate. Anything unexpected allows the object unpatched (mutation is best effort)."""
+        started = time.perf_counter()
+        request = self._decode("mutate", body, started)
+        error = None
+        try:
+            mutation = mutate(request, self.config)
+        except Exception as exc:  # noqa: BLE001 - a mutation bug must not block admission
+            log.exception("mutation failed for %s %s", request.kind, request.uid)
+            ERRORS.labels("mutate", "mutation").inc()
+            mutation, error = Mutation(), f"mutation failed: {exc}"
+        decision = Decision(patch=mutation.patch)
+        outcome = "error" if error else "mutated" if mutation.patch else "allowed"
+        self._finish("mutate", request, decision, outcome, started, error=error,
+                     patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
+        return encode_response(request, decision)
+
+    def validate(self, body: bytes) -> dict[str, Any]:
+        """Answer /validate; evaluation failures follow ``server.failureMode``."""
+        started = time.perf_counter()
+        request = self._decode("validate", body, started)
+        result = validate(request, body.decode("utf-8"), self.engine, self.config.server["failureMode"])
+        if result.error:
+            log.error("policy evaluation failed for %s %s: %s", request.kind, request.uid, result.error)
+            ERRORS.labels("validate", "evaluation").inc()
+        for action, violations in (("deny", result.result.deny), ("warn", result.result.warn)):
+            for violation in violations:
+                VIOLATIONS.labels(violation.rule, action).inc()
+        self._finish("validate", request, result.decision, _outcome(result), started,
+                     error=result.error, rules=_rule_results(result))
+        return encode_response(request, result.decision)
+
+    def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
+        """Record and count a request refused before any decision (HTTP 400/413)."""
+        ERRORS.labels(endpoint, f"http_{error.status}").inc()
+        REQUESTS.labels(endpoint, "", "", "error", "false").inc()
+        self._write({"endpoint": endpoint, "decision": "error", "httpStatus": error.status, "error": error.message,
+                     "policyRevision": self.revision, "latencyMs": _ms(started)})
+
+    def _decode(self, endpoint: str, body: bytes, started: float) -> AdmissionRequest:
+        try:
+            return decode_review(body, self.config.server["maxJsonDepth"])
+        except RequestError as error:
+            self.refuse(endpoint, error, started)
+            raise
+
+    def _finish(self, endpoint: str, request: AdmissionRequest, decision: Decision, outcome: str,
+                started: float, **details: Any) -> None:
+        elapsed = time.perf_counter() - started
+        LATENCY.labels(endpoint).observe(elapsed)
+        REQUESTS.labels(endpoint, request.kind, request.operation, outcome, str(request.dry_run).lower()).inc()
+        self._write({
+            "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
+            "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
+            "namespace": request.namespace, "name": request.name, "dryRun": request.dry_run,
+            "decision": outcome, "allowed": decision.allowed, "message": decision.message or None,
+            "policyRevision": self.revision, "latencyMs": round(elapsed * 1000, 3),
+            **{k: v for k, v in details.items() if v},
+        })
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        if self.decisions is None:
+            return
+        try:
+            self.decisions.record(entry)
+        except OSError as exc:
+            log.error("decision log write failed: %s", exc)
+            ERRORS.labels(entry["endpoint"], "audit").inc()
+
+
+def _outcome(result: Validation) -> str:
+    if result.error:
+        return "error"
+    if not result.decision.allowed:
+        return "denied"
+    return "warned" if result.result.warn else "allowed"
+
+
+def _rule_results(result: Validation) -> list[dict[str, str]]:
+    return [{"id": v.rule, "action": action, "message": v.message}
+            for action, violations in (("deny", result.result.deny), ("warn", result.result.warn))
+            for v in violations]
+
+
+def _ms(started: float | None) -> float | None:
+    return round((time.perf_counter() - started) * 1000, 3) if started is not None else None

@@ -1,0 +1,86 @@
+"""Which objects vgate handles, and where their pod specs and labels live.
+
+Three kinds carry scheduling intent: core Pods, Volcano ``batch.volcano.sh/v1alpha1`` Jobs (one
+pod template per task) and ``scheduling.volcano.sh/v1beta1`` PodGroups (queue and priority only).
+Everything else is allowed untouched.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+from .admission import AdmissionRequest
+
+
+class Workload(str, Enum):
+    POD = "Pod"
+    VOLCANO_JOB = "Job.batch.volcano.sh"
+    POD_GROUP = "PodGroup.scheduling.volcano.sh"
+
+
+_HANDLED = {
+    ("", "v1", "Pod"): Workload.POD,
+    ("batch.volcano.sh", "v1alpha1", "Job"): Workload.VOLCANO_JOB,
+    ("scheduling.volcano.sh", "v1beta1", "PodGroup"): Workload.POD_GROUP,
+}
+
+
+def classify(request: AdmissionRequest) -> Workload | None:
+    """The workload kind of a request, or None for kinds and subresources vgate leaves alone."""
+    if request.sub_resource:
+        return None
+    return _HANDLED.get((request.group, request.version, request.kind))
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def set_annotation(obj: dict[str, Any], key: str, value: str) -> None:
+    """Set one annotation, creating ``metadata`` and ``metadata.annotations`` when missing."""
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata.get("annotations"), dict):
+        metadata["annotations"] = {}
+    metadata["annotations"][key] = value
+
+
+def task_templates(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of a Volcano Job's tasks that have a usable ``spec``."""
+    tasks = (job.get("spec") or {}).get("tasks")
+    if not isinstance(tasks, list):
+        return []
+    templates = [t.get("template") for t in tasks if isinstance(t, dict)]
+    return [t for t in templates if isinstance(t, dict) and isinstance(t.get("spec"), dict)]
+
+
+def matches_globs(name: str, patterns: Iterable[str]) -> bool:
+    """Namespace patterns are shell globs: ``*``, ``research-*``, ``team-?``."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector match; an empty selector matches everything, as in Kubernetes."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
