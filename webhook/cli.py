@@ -75,5 +75,41 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     VgateServer(lambda: create_app(Gateway.load(config_path, policy_dir)), options).run()
 
 
+@main.command("test")
+@click.argument("policy_dir", default="policies", type=click.Path(file_okay=False, exists=True))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Gateway config whose values policies see as data.vgate.config. Default: the shipped example.")
+@click.option("-v", "--verbose", is_flag=True, help="List passing tests and samples too, not only failures.")
+def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> None:
+    """Run the Rego unit tests (with coverage) and check every rule's samples; exit 1 on any failure."""
+    from .config import load_config
+    from .policy_tests import check_samples, run_unit_tests
+
+    try:
+        config = load_config(config_path)
+        tests, coverage = run_unit_tests(policy_dir, config)
+        samples = check_samples(policy_dir, config)
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    for test in tests:
+        if verbose or not test.passed:
+            status = "PASS" if test.passed else "FAIL"
+            detail = f" ({test.file}:{test.line}{': ' + test.error if test.error else ''})" if not test.passed else ""
+            click.echo(f"{status} {test.rule}{detail}")
+    for sample in samples:
+        if verbose or not sample.passed:
+            denied = ", ".join(sample.denied_by) or "nothing"
+            click.echo(f"{'PASS' if sample.passed else 'FAIL'} sample {sample.file}: expected {sample.expected}, "
+                       f"denied by {denied}")
+    click.echo("-" * 72)
+    for path, percent in sorted(coverage.items()):
+        click.echo(f"coverage {percent:5.1f}% {path}")
+    failed = sum(not t.passed for t in tests) + sum(not s.passed for s in samples)
+    click.echo(f"tests: {sum(t.passed for t in tests)}/{len(tests)} passed; "
+               f"samples: {sum(s.passed for s in samples)}/{len(samples)} passed")
+    if failed or not tests:
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,49 @@
+package vgate.rules.scheduling_queue_allowed_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.scheduling_queue_allowed as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+pod_in_queue(queue) := json.patch(testing.pod({}, {}), [{
+	"op": "add", "path": "/request/object/metadata/annotations",
+	"value": {"scheduling.volcano.sh/queue-name": queue},
+}])
+
+test_allows_queue_allowed_for_the_namespace if {
+	count(denials(pod_in_queue("training"))) == 0
+}
+
+test_allows_queue_open_to_every_namespace if {
+	count(denials(pod_in_queue("default"))) == 0
+}
+
+test_allows_pod_without_queue if {
+	count(denials(testing.pod({}, {}))) == 0
+}
+
+test_denies_unknown_queue if {
+	some violation in denials(pod_in_queue("gpu-premium"))
+	contains(violation.msg, `queue "gpu-premium", which the gateway does not know`)
+}
+
+test_denies_queue_of_another_namespace if {
+	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace", "value": "web"}])
+	some violation in denials(review)
+	contains(violation.msg, `namespace "web" names Volcano queue "training"`)
+	contains(violation.msg, `["default"]`)
+}
+
+test_allows_namespace_matching_a_glob if {
+	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace", "value": "research-nlp"}])
+	count(denials(review)) == 0
+}
+
+test_denies_volcano_job_spec_queue if {
+	review := json.patch(testing.job({}, [{}]), [{"op": "add", "path": "/request/object/spec/queue", "value": "nope"}])
+	count(denials(review)) == 1
+}

@@ -1,0 +1,66 @@
+"""The whole admission path without a cluster: mutate a manifest, then validate what came out.
+
+What `vgate test` runs every sample through, and the seam `vgate eval` builds on. It goes
+through the same codec and the same pure functions as the webhook, so a manifest is judged
+offline exactly as the API server would have it judged.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from .admission import decode_review
+from .config import Config
+from .engine import PolicyEngine
+from .mutation import Mutation, mutate
+from .validation import Validation, validate
+
+
+@dataclass(frozen=True)
+class OfflineResult:
+    mutation: Mutation
+    mutated: dict[str, Any]
+    validation: Validation
+
+
+def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace: str | None = None,
+               user: str = "vgate-offline", uid: str = "offline") -> dict[str, Any]:
+    """An AdmissionReview as the API server would send it for ``manifest``."""
+    group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
+    metadata = manifest.get("metadata") or {}
+    namespace = namespace or metadata.get("namespace") or "default"
+    obj = copy.deepcopy(manifest)
+    obj.setdefault("metadata", {})["namespace"] = namespace
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": group, "version": version, "kind": manifest.get("kind", "")},
+            "resource": {"group": group, "version": version, "resource": str(manifest.get("kind", "")).lower() + "s"},
+            "namespace": namespace,
+            "name": metadata.get("name", ""),
+            "operation": operation,
+            "userInfo": {"username": user, "groups": ["system:authenticated"]},
+            "object": obj,
+            "oldObject": obj if operation == "UPDATE" else None,
+            "dryRun": True,
+        },
+    }
+
+
+def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine, **review_options: Any) -> OfflineResult:
+    """Mutate, apply the patch, and validate the mutated object, as the API server chains them."""
+    review = review_for(manifest, **review_options)
+    depth = config.server["maxJsonDepth"]
+    mutation = mutate(decode_review(orjson.dumps(review), depth), config)
+    mutated = jsonpatch.apply_patch(review["request"]["object"], mutation.patch)
+    review["request"]["object"] = mutated
+    body = orjson.dumps(review)
+    verdict = validate(decode_review(body, depth), body.decode(), engine, config.server["failureMode"])
+    return OfflineResult(mutation, mutated, verdict)

@@ -1,0 +1,90 @@
+"""`vgate test`: run the Rego unit tests with coverage, and every rule's samples.
+
+Unit tests are the ``test_*`` rules of ``*_test.rego`` files, evaluated like `opa test`: a test
+passes when its rule is true. Samples are the manifests in ``<rule>/samples/``: an
+``allowed-*`` sample must pass the whole admission path, a ``denied-*`` one must be denied by
+exactly the rule whose folder holds it (the folder name is the rule id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import Config
+from .engine import RegorusEngine, compile_engine, load_policy_set, policy_error
+from .offline import admit
+
+_PACKAGE = re.compile(r"^package\s+([\w.]+)", re.MULTILINE)
+_TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class UnitTest:
+    rule: str       # data.<package>.<test>
+    file: str
+    line: int
+    passed: bool
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    file: str
+    expected: str   # "allowed" or the rule id expected to deny
+    denied_by: tuple[str, ...]
+    passed: bool
+
+
+def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTest], dict[str, float]]:
+    """Every test's outcome, and line coverage (percent) of each policy file that is not a test."""
+    policy_set = load_policy_set(policy_dir, include_tests=True)
+    engine = compile_engine(policy_set, {"vgate": {"config": config.document}})
+    engine.set_enable_coverage(True)
+    engine.set_input_json("{}")
+    results = []
+    for path, text in policy_set.files:
+        package = _PACKAGE.search(text)
+        if not path.endswith("_test.rego") or package is None:
+            continue
+        for match in _TEST_RULE.finditer(text):
+            rule = f"data.{package.group(1)}.{match.group(1)}"
+            line = text.count("\n", 0, match.start()) + 1
+            results.append(_run_one(engine, rule, path, line))
+    coverage = {}
+    for entry in json.loads(engine.get_coverage_report_as_json())["files"]:
+        if not entry["path"].endswith("_test.rego"):
+            covered, missed = len(entry["covered"]), len(entry["not_covered"])
+            coverage[entry["path"]] = 100.0 * covered / (covered + missed) if covered + missed else 100.0
+    return results, coverage
+
+
+def _run_one(engine: Any, rule: str, path: str, line: int) -> UnitTest:
+    try:
+        outcome = json.loads(engine.eval_rule_as_json(rule))
+    except RuntimeError as exc:
+        return UnitTest(rule, path, line, False, policy_error(exc, path).reason)
+    return UnitTest(rule, path, line, outcome is True, "" if outcome is True else f"result: {outcome}")
+
+
+def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
+    """Walk every rule folder's samples through mutation and validation."""
+    policy_dir = Path(policy_dir)
+    engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+    checks = []
+    for sample in sorted(policy_dir.glob("*/samples/*.yaml")):
+        rule_id = sample.parent.parent.name
+        expected = "allowed" if sample.name.startswith("allowed") else rule_id
+        for manifest in yaml.safe_load_all(sample.read_text()):
+            if not manifest:
+                continue
+            result = admit(manifest, config, engine)
+            denied_by = tuple(sorted({v.rule for v in result.validation.result.deny}))
+            passed = denied_by == (() if expected == "allowed" else (rule_id,)) and not result.validation.error
+            checks.append(SampleCheck(str(sample), expected, denied_by, passed))
+    return checks
