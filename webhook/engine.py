@@ -6,9 +6,8 @@ yields ``deny`` and ``warn`` sets of objects ``{"rule": <id>, "msg": <text>}``; 
 "warn": [...]}``. The webhook evaluates that one rule with the AdmissionReview as ``input`` and
 the gateway config as ``data.vgate.config``, so the same files load unchanged into OPA.
 
-regorus holds the GIL while it evaluates, so threads gain nothing from sharing one engine and
-must not share its mutable input: the engine is compiled once per process and each thread
-evaluates on its own ``clone()``.
+regorus holds the GIL while it evaluates, so evaluation scales with processes, not threads; and
+an engine may only be used by the thread that built it, so each thread keeps its own.
 """
 
 from __future__ import annotations
@@ -103,23 +102,30 @@ def policy_error(exc: Exception, default_file: str) -> PolicyError:
 
 
 class RegorusEngine:
-    """In-process evaluation: compiled once per process, one clone per thread."""
+    """In-process evaluation: the policy set parsed once per thread that evaluates.
+
+    A regorus engine is bound to the thread that made it (using or even cloning it from another
+    thread panics), so each thread compiles its own on first use (~1 ms, once) and keeps it.
+    """
 
     def __init__(self, policy_set: PolicySet, config_document: dict[str, Any]) -> None:
         self.revision = policy_set.revision
-        self._base = compile_engine(policy_set, {"vgate": {"config": config_document}})
+        self._policy_set = policy_set
+        self._data = {"vgate": {"config": config_document}}
         self._local = threading.local()
-        self.evaluate("{}")  # surface evaluation-time errors (unknown functions, conflicts) at start-up
+        self.evaluate("{}")  # parse now and surface evaluation-time errors (unknown functions, conflicts)
 
     def evaluate(self, input_json: str) -> PolicyResult:
         engine = getattr(self._local, "engine", None)
         if engine is None:
-            engine = self._local.engine = self._base.clone()
+            engine = self._local.engine = compile_engine(self._policy_set, self._data)
         try:
             engine.set_input_json(input_json)
             output = engine.eval_rule_as_json(ENTRY_RULE)
-        except RuntimeError as exc:
-            raise EvaluationError(str(exc).split("Stack backtrace:")[0].strip()) from None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - regorus panics raise pyo3's PanicException (a BaseException)
+            raise EvaluationError(str(policy_error(exc, ENTRY_RULE))) from None
         return parse_result(json.loads(output))
 
 

@@ -29,7 +29,7 @@ class OfflineResult:
 
 
 def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace: str | None = None,
-               user: str = "vgate-offline", uid: str = "offline") -> dict[str, Any]:
+               user: str = "vgate-offline", uid: str = "offline", dry_run: bool = True) -> dict[str, Any]:
     """An AdmissionReview as the API server would send it for ``manifest``."""
     group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
     metadata = manifest.get("metadata") or {}
@@ -49,7 +49,7 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
             "userInfo": {"username": user, "groups": ["system:authenticated"]},
             "object": obj,
             "oldObject": obj if operation == "UPDATE" else None,
-            "dryRun": True,
+            "dryRun": dry_run,
         },
     }
 

@@ -1,0 +1,97 @@
+"""What happens when things break: evaluation errors, mutation errors, invalid files at start-up."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import VGATE, copy_policies, pod, review
+from webhook.config import DEFAULT_CONFIG_PATH
+
+# A real Rego run-time error: to_number("not-a-number") fails evaluation.
+EXPLODING_RULE = """package vgate.rules.explodes
+
+import rego.v1
+
+deny contains {"rule": "explodes", "msg": sprintf("%v", [to_number(input.request.object.metadata.labels.boom)])} if {
+\tinput.request.object.metadata.labels.boom
+}
+"""
+
+
+def exploding_policies(tmp_path):
+    policies = copy_policies(tmp_path / "policies")
+    (policies / "explodes").mkdir()
+    (policies / "explodes" / "policy.rego").write_text(EXPLODING_RULE)
+    return policies
+
+
+def test_evaluation_error_is_denied_by_default_with_the_reason(tmp_path, start_server):
+    server = start_server(policies=exploding_policies(tmp_path), workers=1)
+    response = server.post("/validate", review(pod(labels={"boom": "not-a-number"}), uid="boom-1")).json()["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 500
+    assert "could not parse string as number" in response["status"]["message"]
+    assert "failure mode is deny" in response["status"]["message"]
+    healthy = server.post("/validate", review(pod(labels={"boom": "42"}))).json()["response"]
+    assert healthy["allowed"] is False and healthy["status"]["code"] == 403  # the rule itself still works
+    record = next(r for r in server.decisions() if r.get("uid") == "boom-1")
+    assert record["decision"] == "error" and "could not parse" in record["error"]
+    metrics = server.session.get(server.url + "/metrics").text
+    assert 'vgate_errors_total{endpoint="validate",reason="evaluation"} 1.0' in metrics
+
+
+def test_failure_mode_allow_admits_with_a_warning(tmp_path, start_server):
+    config = DEFAULT_CONFIG_PATH.read_text().replace("failureMode: deny", "failureMode: allow")
+    server = start_server(policies=exploding_policies(tmp_path), config_text=config, workers=1)
+    response = server.post("/validate", review(pod(labels={"boom": "x"}))).json()["response"]
+    assert response["allowed"] is True
+    assert "admitted by failure mode allow" in response["warnings"][0]
+
+
+def test_mutation_error_allows_unpatched_and_is_recorded(server):
+    # metadata must be an object; the API server never sends this, so it exercises the crash path.
+    broken = {"apiVersion": "v1", "kind": "Pod", "metadata": "oops", "spec": {"containers": []}}
+    sent = review(pod(namespace="ml-training"), uid="mutate-crash")
+    sent["request"]["object"] = broken
+    response = server.post("/mutate", sent)
+    assert response.status_code == 200
+    assert response.json()["response"] == {"uid": "mutate-crash", "allowed": True}
+    record = next(r for r in server.decisions() if r.get("uid") == "mutate-crash")
+    assert record["decision"] == "error" and record["error"].startswith("mutation failed")
+
+
+def serve_fails(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, "serve", "--bind", "127.0.0.1:1", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_invalid_config_exits_with_file_line_and_reason(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("server:\n  failureMode: deny\nqos:\n  memory:\n    guaranteed:\n      limit: lots\n")
+    result = serve_fails("--config", str(config))
+    assert result.returncode == 1
+    assert f"{config}:6: qos/memory/guaranteed/limit: 'lots' does not match" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_referring_to_unknown_queue_exits(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("queues:\n  byNamespace:\n    team-a: gold\n")
+    result = serve_fails("--config", str(config))
+    assert result.returncode == 1
+    assert f"{config}:3: queues/byNamespace/team-a: queue 'gold' is not in queues/definitions" in result.stderr
+
+
+def test_invalid_yaml_exits_with_line(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("server:\n  failureMode: [deny\n")
+    result = serve_fails("--config", str(config))
+    assert result.returncode == 1 and f"{config}:3: invalid YAML" in result.stderr
+
+
+def test_rego_compile_error_exits_with_file_line_and_reason(tmp_path):
+    policies = copy_policies(tmp_path / "policies")
+    broken = policies / "network-no-external" / "policy.rego"
+    broken.write_text(broken.read_text().replace("egress := data", "egress := := data"))
+    result = serve_fails("--policies", str(policies))
+    assert result.returncode == 1
+    assert f"{broken}:19: expecting expression" in result.stderr and "Stack backtrace" not in result.stderr

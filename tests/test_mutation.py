@@ -1,0 +1,222 @@
+"""Mutation: queue, scheduler, priority and QoS, checked on real manifests.
+
+Patches are applied with the jsonpatch library (not ours) and the results validated against the
+Kubernetes OpenAPI schema (kubernetes-validate) and Volcano's Job CRD schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+import jsonpatch
+import jsonschema
+import kubernetes_validate
+import orjson
+import pytest
+import yaml
+
+from conftest import corpus_file, pod, review
+from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
+from webhook.admission import decode_review
+from webhook.config import parse_config
+from webhook.mutation import mutate
+from webhook.quantity import parse_quantity
+
+K8S_VERSION = "1.35"
+
+
+def run(obj: dict[str, Any], config, **options: Any):
+    return mutate(decode_review(orjson.dumps(review(obj, **options)), 100), config)
+
+
+def mutated(obj: dict[str, Any], config, **options: Any) -> dict[str, Any]:
+    return jsonpatch.apply_patch(obj, run(obj, config, **options).patch)
+
+
+def is_strictly_valid(obj: dict[str, Any]) -> bool:
+    try:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError:
+        return False
+    return True
+
+
+@functools.cache
+def crd_validator(filename: str) -> jsonschema.Draft4Validator:
+    """Volcano's CRD schema (OpenAPI v3, a JSON Schema draft-4 dialect), parsed once."""
+    crd = yaml.safe_load(corpus_file("volcano-crds", filename).read_text())
+    return jsonschema.Draft4Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+
+
+def test_pod_in_training_namespace_gets_queue_scheduler_priority_and_guaranteed_memory(config):
+    result = mutated(pod(namespace="ml-training"), config)
+    assert result["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "training",
+                                                 "vgate.io/qos-class": "Guaranteed"}
+    spec = result["spec"]
+    assert spec["schedulerName"] == "volcano"
+    assert (spec["priorityClassName"], spec["priority"]) == ("vgate-high", 100000)
+    assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "4Gi"},
+                                                  "limits": {"cpu": "1", "memory": "4Gi"}}
+    kubernetes_validate.validate(result, K8S_VERSION, strict=True)
+
+
+def test_patch_creates_annotations_and_escapes_slashes(config):
+    ops = run(pod(namespace="ml-training"), config).patch
+    assert {"op": "add", "path": "/metadata/annotations",
+            "value": {"scheduling.volcano.sh/queue-name": "training", "vgate.io/qos-class": "Guaranteed"}} in ops
+    existing = run(pod(namespace="ml-training", annotations={"team": "a"}), config).patch
+    paths = {op["path"] for op in existing}
+    assert "/metadata/annotations/scheduling.volcano.sh~1queue-name" in paths
+    assert "/metadata/annotations/vgate.io~1qos-class" in paths
+
+
+def test_pointer_escaping_of_tilde_and_slash_round_trips(config):
+    labelled = pod(namespace="ml-training", annotations={"a~b/c": "kept"})
+    result = mutated(labelled, config)
+    assert result["metadata"]["annotations"]["a~b/c"] == "kept"
+    assert all("~" not in op["path"] or "~0" in op["path"] or "~1" in op["path"]
+               for op in run(labelled, config).patch)
+
+
+def test_queue_by_label_selector_then_default(config):
+    by_label = mutated(pod(labels={"vgate.io/workload": "batch"}), config)
+    assert by_label["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "batch"
+    assert by_label["spec"]["priorityClassName"] == "vgate-low"
+    default = mutated(pod(), config)
+    assert default["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "default"
+    assert default["spec"]["priority"] == 10000
+
+
+def test_queue_named_by_the_user_is_kept_even_if_not_allowed(config):
+    asked = pod(namespace="web", annotations={"scheduling.volcano.sh/queue-name": "training"})
+    result = mutated(asked, config)
+    assert result["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "training"
+
+
+def test_explicit_priority_class_is_kept_and_global_default_is_replaced():
+    config = parse_config("priorityClasses:\n  globalDefault: cluster-default\n  values: {vgate-normal: 7, cluster-default: 1}\n"
+                          "queues:\n  definitions:\n    default: {priorityClass: vgate-normal}\n")
+    explicit = mutated(pod(priorityClassName="system-node-critical", priority=2000001000), config)
+    assert (explicit["spec"]["priorityClassName"], explicit["spec"]["priority"]) == ("system-node-critical", 2000001000)
+    defaulted = mutated(pod(priorityClassName="cluster-default", priority=1), config)
+    assert (defaulted["spec"]["priorityClassName"], defaulted["spec"]["priority"]) == ("vgate-normal", 7)
+
+
+def test_guaranteed_uses_existing_limit_then_request_then_default(config):
+    containers = [
+        {"name": "limit", "image": "x", "resources": {"limits": {"memory": "8Gi", "cpu": "2"}, "requests": {"memory": "1Gi"}}},
+        {"name": "request", "image": "x", "resources": {"requests": {"memory": "2Gi"}}},
+        {"name": "none", "image": "x"},
+    ]
+    init = [{"name": "init", "image": "x"}]
+    result = mutated(pod(namespace="ml-inference", containers=containers, initContainers=init), config)
+    resources = {c["name"]: c["resources"] for c in result["spec"]["containers"] + result["spec"]["initContainers"]}
+    assert resources["limit"] == {"limits": {"memory": "8Gi", "cpu": "2"}, "requests": {"memory": "8Gi", "cpu": "2"}}
+    assert resources["request"]["limits"] == resources["request"]["requests"] == {"memory": "2Gi", "cpu": "1"}
+    assert resources["none"]["limits"] == resources["init"]["requests"] == {"cpu": "1", "memory": "4Gi"}
+
+
+def test_burstable_limit_is_never_below_the_request(config):
+    containers = [
+        {"name": "big", "image": "x", "resources": {"requests": {"memory": "3Gi"}}},
+        {"name": "small-limit", "image": "x", "resources": {"limits": {"memory": "128Mi"}}},
+        {"name": "bare", "image": "x"},
+    ]
+    result = mutated(pod(labels={"vgate.io/workload": "batch"}, containers=containers), config)
+    resources = {c["name"]: c["resources"] for c in result["spec"]["containers"]}
+    assert resources["big"] == {"requests": {"memory": "3Gi"}, "limits": {"memory": "3Gi"}}
+    assert resources["small-limit"] == {"limits": {"memory": "128Mi"}, "requests": {"memory": "128Mi"}}
+    assert resources["bare"] == {"requests": {"memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+    for resource in resources.values():
+        assert parse_quantity(resource["limits"]["memory"]) >= parse_quantity(resource["requests"]["memory"])
+    assert result["metadata"]["annotations"]["vgate.io/qos-class"] == "Burstable"
+
+
+def test_annotation_picks_the_class_and_best_effort_injects_nothing(config):
+    asked = pod(namespace="ml-training", annotations={"vgate.io/qos-class": "BestEffort"})
+    result = mutated(asked, config)
+    assert "resources" not in result["spec"]["containers"][0]
+    assert result["metadata"]["annotations"]["vgate.io/qos-class"] == "BestEffort"
+
+
+def test_unknown_class_in_annotation_is_replaced_by_the_decision(config):
+    result = mutated(pod(namespace="ml-training", annotations={"vgate.io/qos-class": "Platinum"}), config)
+    assert result["metadata"]["annotations"]["vgate.io/qos-class"] == "Guaranteed"
+
+
+def test_without_queue_class_the_kubernetes_class_is_kept(config):
+    cpu_only = pod(containers=[{"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m"}}}])
+    result = mutated(cpu_only, config)
+    assert result["metadata"]["annotations"]["vgate.io/qos-class"] == "Burstable"
+    assert result["spec"]["containers"][0]["resources"]["limits"] == {"memory": "1Gi"}
+    best_effort = mutated(pod(), config)
+    assert best_effort["metadata"]["annotations"]["vgate.io/qos-class"] == "BestEffort"
+    assert "resources" not in best_effort["spec"]["containers"][0]
+
+
+def test_scheduler_only_in_volcano_namespaces_and_custom_scheduler_kept():
+    config = parse_config("volcano:\n  namespaces: ['ml-*']\n")
+    assert "schedulerName" not in mutated(pod(namespace="web"), config)["spec"]
+    assert mutated(pod(namespace="ml-x", schedulerName="default-scheduler"), config)["spec"]["schedulerName"] == "volcano"
+    assert mutated(pod(namespace="ml-x", schedulerName="kube-batch"), config)["spec"]["schedulerName"] == "kube-batch"
+
+
+@pytest.mark.parametrize("operation", ["UPDATE", "DELETE", "CONNECT"])
+def test_only_create_is_mutated(config, operation):
+    assert run(pod(namespace="ml-training"), config, operation=operation).patch == []
+
+
+def test_unknown_kinds_and_subresources_are_untouched(config):
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}
+    assert run(deployment, config).patch == []
+    binding = review(pod(namespace="ml-training"))
+    binding["request"]["subResource"] = "binding"
+    assert mutate(decode_review(orjson.dumps(binding), 100), config).patch == []
+
+
+@pytest.mark.parametrize("where,source", corpus_pods(), ids=lambda v: v if isinstance(v, str) else "")
+def test_corpus_pods_stay_valid_and_mutation_is_idempotent(config, where, source):
+    strict = is_strictly_valid(source)  # a few upstream examples carry unknown fields of their own
+    for namespace in ("ml-training", "default"):
+        first = run(source, config, namespace=namespace)
+        result = jsonpatch.apply_patch(review(source, namespace=namespace)["request"]["object"], first.patch)
+        kubernetes_validate.validate(result, K8S_VERSION, strict=strict)
+        assert run(result, config, namespace=namespace).patch == [], f"{where}: second pass patched"
+
+
+def test_fixture_pod_with_every_field_is_mutated_validly_and_idempotently(config):
+    source = fixture_pod()
+    result = mutated(source, config, namespace="ml-training")
+    kubernetes_validate.validate(result, K8S_VERSION, strict=False)
+    assert result["metadata"]["annotations"]["annotationsKey"] == "annotationsValue"
+    assert run(result, config, namespace="ml-training").patch == []
+
+
+@pytest.mark.parametrize("where,source", corpus_volcano_jobs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_corpus_volcano_jobs_match_the_crd_and_mutation_is_idempotent(config, where, source):
+    first = run(source, config, namespace="ml-training")
+    result = jsonpatch.apply_patch(review(source, namespace="ml-training")["request"]["object"], first.patch)
+    crd_validator("batch.volcano.sh_jobs.yaml").validate(result)
+    assert result["spec"]["queue"] == (source["spec"].get("queue") or "training")
+    assert result["spec"]["schedulerName"] == source["spec"].get("schedulerName", "volcano")
+    for task in result["spec"]["tasks"]:
+        assert task["template"]["metadata"]["annotations"]["vgate.io/qos-class"] in first.qos_classes
+    assert run(result, config, namespace="ml-training").patch == []
+
+
+def test_volcano_job_keeps_its_queue_and_gets_priority(config):
+    job = copy.deepcopy(dict(corpus_volcano_jobs())["job.yaml#0"])
+    result = mutated(job, config, namespace="ml-training")
+    assert result["spec"]["queue"] == job["spec"]["queue"]
+    assert result["spec"]["priorityClassName"] == "vgate-normal"  # the job's own queue is not in the map
+
+
+def test_pod_group_gets_queue_and_priority(config):
+    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg", "namespace": "ml-inference"}, "spec": {"minMember": 2}}
+    result = mutated(group, config)
+    assert result["spec"] == {"minMember": 2, "queue": "inference", "priorityClassName": "vgate-critical"}
+    crd_validator("scheduling.volcano.sh_podgroups.yaml").validate(result)
+    assert run(result, config).patch == []

@@ -1,0 +1,167 @@
+"""End to end: a real `vgate serve` (gunicorn, TLS) answering over HTTPS.
+
+The certificate is verified against the CA `vgate certs` wrote; bodies are real AdmissionReviews.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import socket
+
+import jsonpatch
+import pytest
+import requests
+from cryptography import x509
+
+from conftest import pod, review
+
+SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
+PINNED = {"topology.kubernetes.io/zone": "cn-north-1a",
+          "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"}
+
+
+def answer(response: requests.Response) -> dict:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["apiVersion"] == "admission.k8s.io/v1" and body["kind"] == "AdmissionReview"
+    return body["response"]
+
+
+def test_certificate_verifies_against_generated_ca_for_service_names(server):
+    with socket.create_connection(("127.0.0.1", server.port)) as raw:
+        context = ssl.create_default_context(cafile=str(server.ca))
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            der = tls.getpeercert(binary_form=True)
+    names = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "vgate.vgate-system.svc" in names.get_values_for_type(x509.DNSName)
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(server.url + "/healthz", timeout=5, verify=True)  # system CAs do not know ours
+
+
+def test_health_ready_and_metrics(server):
+    assert server.session.get(server.url + "/healthz").json() == {"status": "ok"}
+    ready = server.session.get(server.url + "/readyz").json()
+    assert ready["status"] == "ready" and len(ready["policyRevision"]) == 64
+    server.post("/validate", review(pod(namespace="ml-training")))
+    metrics = server.session.get(server.url + "/metrics")
+    assert metrics.headers["Content-Type"].startswith("text/plain")
+    assert 'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate",kind="Pod",operation="CREATE"}' in metrics.text
+    assert "vgate_admission_duration_seconds_bucket" in metrics.text
+
+
+def test_mutate_returns_base64_json_patch_for_a_pod(server):
+    source = pod(namespace="ml-training", annotations={"team": "vision"})
+    sent = review(source)
+    response = answer(server.post("/mutate", sent))
+    assert response["uid"] == sent["request"]["uid"] and response["allowed"] is True
+    assert response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert {"op": "add", "path": "/metadata/annotations/scheduling.volcano.sh~1queue-name", "value": "training"} in patch
+    result = jsonpatch.apply_patch(source, patch)
+    second = answer(server.post("/mutate", review(result)))
+    assert "patch" not in second, "mutation must be idempotent"
+
+
+def test_validate_denies_with_every_rule_and_how_to_fix(server):
+    bad = pod(namespace="ml-training", labels={"vgate.io/data-classification": "sensitive"}, hostNetwork=True)
+    response = answer(server.post("/validate", review(bad)))
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    message = response["status"]["message"]
+    for rule in ("placement-single-zone", "placement-encrypted-memory", "network-no-external"):
+        assert f"[{rule}]" in message
+    assert "remove hostNetwork" in message and "nodeSelector" in message
+    assert response["auditAnnotations"]["denied-rules"] == "network-no-external,placement-encrypted-memory,placement-single-zone"
+
+
+def test_validate_allows_a_compliant_sensitive_pod(server):
+    good = pod(namespace="ml-training", labels=SENSITIVE, nodeSelector=PINNED)
+    response = answer(server.post("/validate", review(good)))
+    assert response["allowed"] is True and "status" not in response
+    assert len(response["auditAnnotations"]["policy-revision"]) == 64
+
+
+def test_v1beta1_is_answered_in_kind(server):
+    sent = review(pod(namespace="ml-training"))
+    sent["apiVersion"] = "admission.k8s.io/v1beta1"
+    body = server.post("/mutate", sent).json()
+    assert body["apiVersion"] == "admission.k8s.io/v1beta1" and body["response"]["patchType"] == "JSONPatch"
+
+
+def test_unknown_kind_is_allowed_untouched(server):
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
+    for endpoint in ("/mutate", "/validate"):
+        response = answer(server.post(endpoint, review(config_map, namespace="ml-training")))
+        assert response == {"uid": "offline", "allowed": True}
+
+
+def deep(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+BAD_BODIES = {
+    "malformed JSON": ('{"kind": "AdmissionReview", ', "malformed JSON"),
+    "not an AdmissionReview": (json.dumps({"kind": "Pod", "apiVersion": "v1"}), "not an AdmissionReview"),
+    "JSON array": ("[1, 2]", "expected a JSON object"),
+    "missing request": (json.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}), "no request"),
+    "wrong apiVersion": (json.dumps({**review(pod()), "apiVersion": "admission.k8s.io/v2"}), "unsupported apiVersion"),
+    "deeply nested": (deep(150), "nested deeper than 100"),
+    "very deeply nested": (deep(5000), "malformed JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+@pytest.mark.parametrize("endpoint", ["/mutate", "/validate"])
+def test_bad_bodies_get_400_with_a_one_line_message(server, case, endpoint):
+    body, expected = BAD_BODIES[case]
+    response = server.post(endpoint, body)
+    assert response.status_code == 400
+    error = response.json()
+    assert error["status"] == 400 and expected in error["error"]
+    assert "\n" not in response.text.strip() and "Traceback" not in response.text
+
+
+@pytest.mark.parametrize("breakage,expected", [
+    (lambda r: r["request"].pop("uid"), "request.uid is missing"),
+    (lambda r: r["request"].update(object="a pod"), "request.object must be a JSON object"),
+    (lambda r: r["request"].update(object=None), "request.object is required for CREATE"),
+    (lambda r: r["request"].pop("kind"), "request.kind must be an object"),
+    (lambda r: r["request"].update(operation="PATCH"), "request.operation 'PATCH'"),
+])
+def test_incomplete_admission_requests_get_400(server, breakage, expected):
+    sent = review(pod())
+    breakage(sent)
+    response = server.post("/validate", sent)
+    assert response.status_code == 400 and expected in response.json()["error"]
+
+
+def test_oversized_body_gets_413(server):
+    huge = review(pod(annotations={"blob": "x" * (3 * 1024 * 1024)}))
+    response = server.post("/validate", huge)
+    assert response.status_code == 413
+    assert response.json() == {"error": "request body is larger than 3145728 bytes", "status": 413}
+
+
+def test_unknown_paths_and_methods_are_json_errors(server):
+    assert server.session.get(server.url + "/nope").json()["status"] == 404
+    assert server.session.get(server.url + "/validate").json()["status"] == 405
+
+
+def test_every_decision_reaches_the_audit_trail(server):
+    sent = review(pod(name="audited", namespace="ml-training"), uid="audit-1", dry_run=True)
+    server.post("/mutate", sent)
+    server.post("/validate", sent)
+    server.post("/validate", "{not json")
+    records = server.decisions()
+    mine = [r for r in records if r.get("uid") == "audit-1"]
+    assert {r["endpoint"] for r in mine} == {"mutate", "validate"}
+    mutate_record = next(r for r in mine if r["endpoint"] == "mutate")
+    assert mutate_record["decision"] == "mutated" and mutate_record["dryRun"] is True
+    assert "/metadata/annotations" in mutate_record["patch"] and mutate_record["queue"] == "training"
+    assert mutate_record["replica"] == "test-replica" and mutate_record["user"] == "vgate-offline"
+    refused = [r for r in records if r.get("httpStatus") == 400 and "malformed JSON" in r["error"]]
+    assert refused and refused[-1]["decision"] == "error"
+    for segment in server.audit_dir.glob("*.jsonl"):
+        assert segment.stat().st_mode & 0o777 == 0o600
