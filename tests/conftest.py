@@ -74,7 +74,7 @@ class Server:
     """A `vgate serve` process (gunicorn, TLS) on a free loopback port."""
 
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
-                 workers: int = 2) -> None:
+                 workers: int = 2, make_certs: bool = True) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
@@ -86,7 +86,8 @@ class Server:
         document = yaml.safe_load(text) or {}
         document.setdefault("audit", {})["dir"] = str(self.audit_dir)
         config_path.write_text(yaml.safe_dump(document))
-        subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs")], check=True, capture_output=True)
+        if make_certs:
+            subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs")], check=True, capture_output=True)
         self.log = open(workdir / "server.log", "wb")
         env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
@@ -107,7 +108,7 @@ class Server:
             try:
                 if self.session.get(self.url + "/readyz", timeout=2).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except OSError:  # not listening yet, or (self-generated certs) no CA file yet
                 time.sleep(0.2)
         raise RuntimeError(f"vgate serve not ready in 30 s:\n{self.output()}")
 

@@ -122,7 +122,10 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     error = jsonschema.exceptions.best_match(_Validator(_SCHEMA).iter_errors(document))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        line = _line_of(text, list(error.absolute_path))
+        path = list(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            path += sorted(set(error.instance) - set(error.schema.get("properties", {})))[:1]
+        line = _line_of(text, path)
         raise ConfigError(source, line, f"{where}: {error.message}")
     _check_cross_references(document, text, source)
     return Config(source, document)

@@ -1,0 +1,45 @@
+"""The config loader: defaults from the schema, errors with file and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from webhook.config import DEFAULT_CONFIG_PATH, load_config, parse_config
+from webhook.errors import ConfigError
+
+
+def test_empty_config_gets_every_default_from_the_schema():
+    config = parse_config("")
+    assert config.server == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny"}
+    assert config.qos["memory"]["guaranteed"]["limit"] == "4Gi"
+    assert config.queue("default").namespaces == ("*",)
+    assert config.document["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
+
+
+def test_shipped_example_config_loads():
+    config = load_config()
+    assert config.source == str(DEFAULT_CONFIG_PATH)
+    assert config.queue("training").qos_class == "Guaranteed"
+    assert config.priority_values["vgate-high"] == 100000
+
+
+@pytest.mark.parametrize("text,line,reason", [
+    ("server:\n  failureMode: maybe\n", 2, "server/failureMode: 'maybe' is not one of"),
+    ("server:\n  colour: red\n", 2, "Additional properties are not allowed ('colour' was unexpected)"),
+    ("queues:\n  definitions:\n    default: {priorityClass: gold}\n", 3, "priority class 'gold' has no value"),
+    ("qos:\n  memory:\n    burstable:\n      request: 2Gi\n      limit: 1Gi\n", 5, "limit 1Gi is below request 2Gi"),
+    ("queues:\n  bySelector:\n    - queue: nope\n      selector: {}\n", 3, "queue 'nope' is not in queues/definitions"),
+    ("- a list\n", 1, "must be a mapping"),
+    ("a: [1,\n", 2, "invalid YAML"),
+])
+def test_invalid_configs_name_the_line_and_reason(text, line, reason):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "cfg.yaml")
+    assert caught.value.file == "cfg.yaml"
+    assert caught.value.line == line
+    assert reason in caught.value.reason
+
+
+def test_missing_config_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "absent.yaml")

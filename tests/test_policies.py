@@ -1,0 +1,73 @@
+"""The shipped policies: Rego unit tests, samples, and agreement between offline and HTTPS paths."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+from pathlib import Path
+
+import jsonpatch
+import pytest
+import yaml
+
+from conftest import POLICIES, VGATE, copy_policies, review
+from webhook.offline import admit
+
+SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
+
+
+def vgate_test(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, "test", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_every_rule_folder_has_policy_tests_and_both_kinds_of_sample():
+    rules = [p for p in POLICIES.iterdir() if p.is_dir() and p.name != "lib"]
+    assert len(rules) >= 4
+    for rule in rules:
+        assert (rule / "policy.rego").is_file() and (rule / "policy_test.rego").is_file(), rule
+        names = [s.name for s in (rule / "samples").glob("*.yaml")]
+        assert any(n.startswith("allowed") for n in names) and any(n.startswith("denied") for n in names), rule
+        assert f"id: {rule.name}" in (rule / "policy.rego").read_text(), "folder name is the rule id"
+
+
+def test_vgate_test_passes_on_the_shipped_policies():
+    result = vgate_test("-v", str(POLICIES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "FAIL" not in result.stdout
+    summary = result.stdout.strip().splitlines()[-1]
+    tests, samples = summary.split(";")
+    assert int(tests.split()[1].split("/")[0]) >= 30 and int(samples.split()[1].split("/")[0]) == sum(
+        len([d for d in yaml.safe_load_all(s.read_text()) if d]) for s in SAMPLES)
+    for rule in ("placement-single-zone", "placement-encrypted-memory", "network-no-external"):
+        assert f"% {POLICIES}/{rule}/policy.rego" in result.stdout  # coverage reported per policy file
+
+
+def test_vgate_test_fails_on_a_broken_rule_and_says_where(tmp_path):
+    policies = copy_policies(tmp_path / "policies")
+    rule = policies / "placement-single-zone" / "policy.rego"
+    rule.write_text(rule.read_text().replace("count(found) != 1", "count(found) > 1"))
+    result = vgate_test(str(policies))
+    assert result.returncode == 1
+    assert (f"FAIL data.vgate.rules.placement_single_zone_test.test_denies_sensitive_pod_without_zone "
+            f"({policies}/placement-single-zone/policy_test.rego:") in result.stdout
+    assert "FAIL sample" in result.stdout and "denied-pod-two-zones.yaml" in result.stdout
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_samples_are_judged_alike_offline_and_over_https(server, config, engine, sample: Path):
+    for manifest in filter(None, yaml.safe_load_all(sample.read_text())):
+        offline = admit(manifest, config, engine)
+        sent = review(manifest)
+        mutated = server.post("/mutate", sent).json()["response"]
+        patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
+        assert patch == offline.mutation.patch
+        sent["request"]["object"] = jsonpatch.apply_patch(sent["request"]["object"], patch)
+        verdict = server.post("/validate", sent).json()["response"]
+        assert verdict["allowed"] is offline.validation.decision.allowed
+        expected = sample.parent.parent.name
+        if sample.name.startswith("denied"):
+            assert verdict["auditAnnotations"]["denied-rules"] == expected
+            assert verdict["status"]["message"] == offline.validation.decision.message
+        else:
+            assert verdict["allowed"] is True and "denied-rules" not in verdict["auditAnnotations"]
