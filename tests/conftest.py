@@ -98,7 +98,11 @@ class Server:
         self.session = requests.Session()
         self.session.verify = str(self.ca)
         self.session.trust_env = False  # else REQUESTS_CA_BUNDLE from the environment overrides verify
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 30

@@ -2,7 +2,9 @@
 # title: workload helpers
 # description: |
 #   Where a Pod or a Volcano Job keeps its pod specs and labels, and whether it is sensitive.
-#   Rules read these instead of walking the object themselves.
+#   Rules read these instead of walking the object themselves. Rules import the helpers they
+#   use one by one (import data.vgate.lib.workload.is_sensitive): regorus evaluates a whole
+#   package imported by its name, which costs ~0.2 ms per rule and request.
 package vgate.lib.workload
 
 import rego.v1
@@ -67,8 +69,8 @@ required_node_terms(spec) := object.get(
 
 containers(spec) := array.concat(object.get(spec, "initContainers", []), object.get(spec, "containers", []))
 
-queue := obj.metadata.annotations["scheduling.volcano.sh/queue-name"] if is_pod
+named_queue := obj.metadata.annotations["scheduling.volcano.sh/queue-name"] if is_pod
 
-queue := obj.spec.queue if is_volcano_job
+named_queue := obj.spec.queue if is_volcano_job
 
-queue := obj.spec.queue if is_pod_group
+named_queue := obj.spec.queue if is_pod_group

@@ -14,41 +14,47 @@ package vgate.rules.network_no_external
 
 import rego.v1
 
-import data.vgate.lib.workload
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.is_sensitive
+import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.labels_of
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.sensitive_label
+import data.vgate.lib.workload.templates
 
 egress := data.vgate.config.placement.egressDenyLabel
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	some name, template in workload.templates
+	judges_placement
+	is_sensitive
+	some name, template in templates
 	template.spec.hostNetwork == true
 	msg := sprintf(
 		"%s is labelled %s but %s sets hostNetwork: true, which bypasses NetworkPolicy: remove hostNetwork",
-		[workload.obj.kind, workload.sensitive_label, name],
+		[obj.kind, sensitive_label, name],
 	)
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	some name, template in workload.templates
-	some container in workload.containers(template.spec)
+	judges_placement
+	is_sensitive
+	some name, template in templates
+	some container in containers(template.spec)
 	some port in object.get(container, "ports", [])
 	object.get(port, "hostPort", 0) > 0
 	msg := sprintf(
 		"%s is labelled %s but container %s of %s opens hostPort %v on the node: remove hostPort",
-		[workload.obj.kind, workload.sensitive_label, container.name, name, port.hostPort],
+		[obj.kind, sensitive_label, container.name, name, port.hostPort],
 	)
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	some name, template in workload.templates
-	object.get(workload.labels_of(template.metadata), egress.key, null) != egress.value
+	judges_placement
+	is_sensitive
+	some name, template in templates
+	object.get(labels_of(template.metadata), egress.key, null) != egress.value
 	msg := sprintf(
 		"%s is labelled %s but %s lacks the label %s=%s that the deny-egress NetworkPolicy selects: add it to the pod labels",
-		[workload.obj.kind, workload.sensitive_label, name, egress.key, egress.value],
+		[obj.kind, sensitive_label, name, egress.key, egress.value],
 	)
 }

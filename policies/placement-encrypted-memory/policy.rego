@@ -14,7 +14,12 @@ package vgate.rules.placement_encrypted_memory
 
 import rego.v1
 
-import data.vgate.lib.workload
+import data.vgate.lib.workload.is_sensitive
+import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.required_node_terms
+import data.vgate.lib.workload.sensitive_label
+import data.vgate.lib.workload.templates
 
 encrypted_labels := data.vgate.config.placement.encryptedNodeLabels
 
@@ -37,7 +42,7 @@ term_requires_encryption(term) if {
 
 # Node selector terms are ORed: every term must require encryption.
 selects_encrypted_node(spec) if {
-	terms := workload.required_node_terms(spec)
+	terms := required_node_terms(spec)
 	count(terms) > 0
 	every term in terms {
 		term_requires_encryption(term)
@@ -47,13 +52,13 @@ selects_encrypted_node(spec) if {
 uses_confidential_runtime(spec) if spec.runtimeClassName in runtime_classes
 
 deny contains {"rule": "placement-encrypted-memory", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	some name, template in workload.templates
+	judges_placement
+	is_sensitive
+	some name, template in templates
 	not selects_encrypted_node(template.spec)
 	not uses_confidential_runtime(template.spec)
 	msg := sprintf(
 		"%s is labelled %s but %s may run on a node without memory encryption: require one of the node labels %v with value \"true\" (nodeSelector or required node affinity), or set runtimeClassName to one of %v",
-		[workload.obj.kind, workload.sensitive_label, name, encrypted_labels, runtime_classes],
+		[obj.kind, sensitive_label, name, encrypted_labels, runtime_classes],
 	)
 }

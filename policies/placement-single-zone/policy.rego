@@ -14,7 +14,12 @@ package vgate.rules.placement_single_zone
 
 import rego.v1
 
-import data.vgate.lib.workload
+import data.vgate.lib.workload.is_sensitive
+import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.required_node_terms
+import data.vgate.lib.workload.sensitive_label
+import data.vgate.lib.workload.templates
 
 zone_label := data.vgate.config.placement.zoneLabel
 
@@ -31,38 +36,40 @@ term_zones(term) := {value |
 term_pins_one_zone(term) if count(term_zones(term)) == 1
 
 # Node selector terms are ORed: the affinity pins a zone only if every term does.
-affinity_zones(spec) := {zone | some term in workload.required_node_terms(spec); some zone in term_zones(term)} if {
-	terms := workload.required_node_terms(spec)
+affinity_zones(spec) := {zone | some term in required_node_terms(spec); some zone in term_zones(term)} if {
+	terms := required_node_terms(spec)
 	count(terms) > 0
 	every term in terms {
 		term_pins_one_zone(term)
 	}
 } else := set()
 
-zones(spec) := selector_zones(spec) | affinity_zones(spec)
+# The zones each pod template may land in, computed once per evaluation.
+template_zones[name] := selector_zones(template.spec) | affinity_zones(template.spec) if {
+	some name, template in templates
+}
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	some name, template in workload.templates
-	found := zones(template.spec)
+	judges_placement
+	is_sensitive
+	some name, found in template_zones
 	count(found) != 1
 	msg := sprintf(
 		"%s is labelled %s but %s is pinned to %d zones %v: pin it to exactly one with nodeSelector %s or a required node affinity (operator In, one value)",
-		[workload.obj.kind, workload.sensitive_label, name, count(found), sort(found), zone_label],
+		[obj.kind, sensitive_label, name, count(found), sort(found), zone_label],
 	)
 }
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	workload.judges_placement
-	workload.is_sensitive
-	every template in workload.templates {
-		count(zones(template.spec)) == 1
+	judges_placement
+	is_sensitive
+	every found in template_zones {
+		count(found) == 1
 	}
-	all_zones := {zone | some template in workload.templates; some zone in zones(template.spec)}
+	all_zones := {zone | some found in template_zones; some zone in found}
 	count(all_zones) > 1
 	msg := sprintf(
 		"%s is labelled %s but its tasks are pinned to different zones %v: pin every task to the same %s",
-		[workload.obj.kind, workload.sensitive_label, sort(all_zones), zone_label],
+		[obj.kind, sensitive_label, sort(all_zones), zone_label],
 	)
 }

@@ -14,25 +14,30 @@ package vgate.rules.scheduling_queue_allowed
 
 import rego.v1
 
-import data.vgate.lib.workload
+import data.vgate.lib.workload.is_create
+import data.vgate.lib.workload.is_pod
+import data.vgate.lib.workload.is_pod_group
+import data.vgate.lib.workload.is_volcano_job
+import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.obj
 
 definitions := data.vgate.config.queues.definitions
 
 namespace := input.request.namespace
 
 judged if {
-	workload.is_create
-	workload.is_pod
+	is_create
+	is_pod
 }
 
 judged if {
-	workload.is_create
-	workload.is_volcano_job
+	is_create
+	is_volcano_job
 }
 
 judged if {
-	workload.is_create
-	workload.is_pod_group
+	is_create
+	is_pod_group
 }
 
 allowed_queues := sort([name |
@@ -43,22 +48,22 @@ allowed_queues := sort([name |
 
 deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
 	judged
-	queue := workload.queue
+	queue := named_queue
 	not definitions[queue]
 	msg := sprintf(
 		"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none",
-		[workload.obj.kind, queue, allowed_queues],
+		[obj.kind, queue, allowed_queues],
 	)
 }
 
 deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
 	judged
-	queue := workload.queue
+	queue := named_queue
 	definition := definitions[queue]
 	not namespace_allowed(definition)
 	msg := sprintf(
 		"%s in namespace %q names Volcano queue %q, which that namespace may not use: use one of %v or name none",
-		[workload.obj.kind, namespace, queue, allowed_queues],
+		[obj.kind, namespace, queue, allowed_queues],
 	)
 }
 

@@ -1,0 +1,171 @@
+"""Load test for vgate: keep-alive HTTPS, bounded request count, configurable concurrency.
+
+Starts `vgate serve` (gunicorn, TLS, the shipped config and policies) on a loopback port and
+drives it with ApacheBench (`ab`, Debian package apache2-utils): a C client, so on a 2-core
+machine it leaves the server most of the CPU, where a Python client would take half. For each
+endpoint it sends --requests requests over --concurrency keep-alive connections and reports
+req/s, p50 and p99. The floor is the no-op GET /healthz on the same server, measured in the
+same run; the figures that matter are the ratios to it, because this machine is noisy.
+
+    apt-get install apache2-utils
+    python bench/load.py --requests 6000 --concurrency 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import http.client
+import re
+import shutil
+import json
+import os
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def realistic_pod() -> dict[str, Any]:
+    """A 3-5 KB sensitive training pod: a real Volcano example's template, dressed as in production."""
+    source = next(d for d in yaml.safe_load_all((CORPUS / "volcano-examples" / "integrations_tensorflow_dist-mnist_tf-dist-mnist-example.yaml").read_text()) if d)
+    template = copy.deepcopy(source["spec"]["tasks"][0]["template"])
+    metadata = template.get("metadata") or {}
+    metadata.update(name="dist-mnist-ps-0", namespace="ml-training")
+    metadata["labels"] = {**metadata.get("labels", {}), "vgate.io/data-classification": "sensitive",
+                          "vgate.io/egress": "deny", "app.kubernetes.io/name": "dist-mnist",
+                          "app.kubernetes.io/part-of": "mnist-pipeline", "team": "vision-research",
+                          "volcano.sh/job-name": "dist-mnist", "volcano.sh/task-spec": "ps"}
+    metadata["annotations"] = {"scheduling.k8s.io/group-name": "dist-mnist", "volcano.sh/job-version": "0",
+                               "kubectl.kubernetes.io/last-applied-configuration": "x" * 600}
+    spec = template["spec"]
+    spec["nodeSelector"] = {"topology.kubernetes.io/zone": "cn-north-1a",
+                            "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"}
+    for container in spec["containers"]:
+        container["env"] = [{"name": f"TF_CONFIG_{i}", "value": f"value-{i}-" + "v" * 40} for i in range(20)]
+        container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}, {"name": "ckpt", "mountPath": "/ckpt"}]
+    spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "mnist-data"}},
+                       {"name": "ckpt", "emptyDir": {}}]
+    spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def typical_pod() -> dict[str, Any]:
+    """The same pod as most workloads are: not sensitive, so the placement rules stop early."""
+    pod = realistic_pod()
+    for key in ("vgate.io/data-classification", "vgate.io/egress"):
+        pod["metadata"]["labels"].pop(key)
+    pod["spec"].pop("nodeSelector")
+    return pod
+
+
+def admission_review(obj: dict[str, Any]) -> bytes:
+    return json.dumps({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": obj["metadata"]["namespace"], "name": obj["metadata"]["name"],
+                    "operation": "CREATE", "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+                    "object": obj, "dryRun": False},
+    }).encode()
+
+
+def measure(url: str, body: bytes | None, requests: int, concurrency: int) -> dict[str, float]:
+    """Run ApacheBench (C, keep-alive, count-bounded) so the client steals little of the 2 cores."""
+    with tempfile.TemporaryDirectory() as scratch:
+        percentiles = Path(scratch) / "percentiles.csv"
+        command = ["ab", "-q", "-k", "-n", str(requests), "-c", str(concurrency), "-e", str(percentiles)]
+        if body is not None:
+            payload = Path(scratch) / "body.json"
+            payload.write_bytes(body)
+            command += ["-p", str(payload), "-T", "application/json"]
+        output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
+        failed = int(re.search(r"Failed requests:\s+(\d+)", output).group(1))
+        non_2xx = re.search(r"Non-2xx responses:\s+(\d+)", output)
+        if failed or non_2xx:
+            raise SystemExit(f"{url}: {failed} failed, {non_2xx.group(1) if non_2xx else 0} non-2xx responses")
+        rows = dict(line.split(",") for line in percentiles.read_text().splitlines()[1:])
+        return {"requests": requests, "rps": float(re.search(r"Requests per second:\s+([\d.]+)", output).group(1)),
+                "p50_ms": float(rows["50"]), "p99_ms": float(rows["99"])}
+
+
+def start_server(workers: int, threads: int) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
+    import socket
+
+    workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = Path(workdir.name) / "vgate.yaml"
+    config.write_text((ROOT / "webhook" / "defaults" / "vgate.yaml").read_text().replace("dir: audit", f"dir: {workdir.name}/audit"))
+    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--config", str(config),
+                               "--policies", str(ROOT / "policies"), "--certs", f"{workdir.name}/certs",
+                               "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+                               "--threads", str(threads)],
+                              cwd=workdir.name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ca = f"{workdir.name}/certs/ca.crt"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            connection = http.client.HTTPSConnection("127.0.0.1", port, context=ssl.create_default_context(cafile=ca), timeout=2)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                return server, port, ca, workdir
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("vgate serve did not become ready")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=6000, help="requests per endpoint (bounded count)")
+    parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections in flight")
+    parser.add_argument("--threads", type=int, default=2, help="threads per server worker")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="server worker processes")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    args = parser.parse_args()
+
+    if not shutil.which("ab"):
+        raise SystemExit("ab not found: apt-get install apache2-utils")
+    sensitive = admission_review(realistic_pod())
+    typical = admission_review(typical_pod())
+    server, port, _, workdir = start_server(args.workers, args.threads)
+    base = f"https://127.0.0.1:{port}"
+    try:
+        targets = [("floor  GET /healthz (no-op)", "/healthz", None),
+                   ("POST /mutate   sensitive pod", "/mutate", sensitive),
+                   ("POST /validate sensitive pod", "/validate", sensitive),
+                   ("POST /mutate   typical pod", "/mutate", typical),
+                   ("POST /validate typical pod", "/validate", typical)]
+        measure(base + "/validate", sensitive, 500, args.concurrency)  # warm every worker and thread
+        results = {}
+        print(f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint, "
+              f"concurrency {args.concurrency}, {args.workers} workers x {args.threads} threads, "
+              f"{os.cpu_count()} cores shared with the client")
+        for name, path, payload in targets:
+            results[name] = measure(base + path, payload, args.requests, args.concurrency)
+            r = results[name]
+            print(f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms")
+        floor = results[targets[0][0]]
+        for name in (t[0] for t in targets[1:]):
+            r = results[name]
+            print(f"{name:30s} throughput {r['rps'] / floor['rps']:.2f}x floor, p99 {r['p99_ms'] / floor['p99_ms']:.2f}x floor")
+        if args.json:
+            print(json.dumps(results, indent=2))
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        workdir.cleanup()
+
+
+if __name__ == "__main__":
+    main()
