@@ -49,8 +49,8 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--bind", default="0.0.0.0:8443", show_default=True, help="HOST:PORT to serve HTTPS on.")
 @click.option("--workers", default=os.cpu_count() or 1, show_default="one per core", type=click.IntRange(1, 64),
               help="Worker processes (policy evaluation scales with processes, not threads).")
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256),
-              help="Threads per worker (keep-alive connections served concurrently).")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
+              help="Threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
           access_log: bool) -> None:

@@ -6,6 +6,10 @@ yields ``deny`` and ``warn`` sets of objects ``{"rule": <id>, "msg": <text>}``; 
 "warn": [...]}``. The webhook evaluates that one rule with the AdmissionReview as ``input`` and
 the gateway config as ``data.vgate.config``, so the same files load unchanged into OPA.
 
+In process, regorus evaluates ``data.vgate.entry.result`` instead: the same union, generated at
+load time with one explicit reference per rule package. regorus evaluates every rule of a package
+reached through ``data.vgate.rules[_]``; naming ``deny`` and ``warn`` directly costs ~30% less.
+
 regorus holds the GIL while it evaluates, so evaluation scales with processes, not threads; and
 an engine may only be used by the thread that built it, so each thread keeps its own.
 """
@@ -24,7 +28,9 @@ import regorus
 
 from .errors import EvaluationError, PolicyError
 
-ENTRY_RULE = "data.vgate.main.result"
+ENTRY_RULE = "data.vgate.main.result"  # what OPA serves: policies/lib/main.rego
+_ENTRY_PACKAGE = "vgate.entry"          # the same union, generated with one reference per rule package
+_RULE_PACKAGE = re.compile(r"^data\.vgate\.rules\.(\w+)$")
 _LOCATION = re.compile(r"-->\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)")
 _REASON = re.compile(r"^error:\s*(?P<reason>.+)$", re.MULTILINE)
 
@@ -86,7 +92,20 @@ def compile_engine(policy_set: PolicySet, data: dict[str, Any]) -> regorus.Engin
         except RuntimeError as exc:
             raise policy_error(exc, path) from None
     engine.add_data_json(json.dumps(data))
+    rule_packages = sorted(m.group(1) for m in map(_RULE_PACKAGE.match, engine.get_packages())
+                           if m and not m.group(1).endswith("_test"))
+    engine.add_policy("<vgate entry>", entry_module(rule_packages))
     return engine
+
+
+def entry_module(rule_packages: list[str]) -> str:
+    """Rego that gathers ``deny``/``warn`` of the named packages, as main.rego does for all of them."""
+    lines = [f"package {_ENTRY_PACKAGE}", "", "import rego.v1", ""]
+    for name in rule_packages:
+        lines += [f"deny contains v if some v in data.vgate.rules.{name}.deny",
+                  f"warn contains v if some v in data.vgate.rules.{name}.warn"]
+    lines += ["", 'result := {"deny": deny, "warn": warn}', ""]
+    return "\n".join(lines)
 
 
 def policy_error(exc: Exception, default_file: str) -> PolicyError:
@@ -121,7 +140,7 @@ class RegorusEngine:
             engine = self._local.engine = compile_engine(self._policy_set, self._data)
         try:
             engine.set_input_json(input_json)
-            output = engine.eval_rule_as_json(ENTRY_RULE)
+            output = engine.eval_rule_as_json(f"data.{_ENTRY_PACKAGE}.result")
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - regorus panics raise pyo3's PanicException (a BaseException)

@@ -58,7 +58,7 @@ def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTes
             results.append(_run_one(engine, rule, path, line))
     coverage = {}
     for entry in json.loads(engine.get_coverage_report_as_json())["files"]:
-        if not entry["path"].endswith("_test.rego"):
+        if not entry["path"].endswith("_test.rego") and not entry["path"].startswith("<"):
             covered, missed = len(entry["covered"]), len(entry["not_covered"])
             coverage[entry["path"]] = 100.0 * covered / (covered + missed) if covered + missed else 100.0
     return results, coverage

@@ -54,11 +54,14 @@ labels_of(metadata) := object.get(metadata, "labels", {})
 
 sensitive_label := sprintf("%s=%s", [placement.sensitiveLabel.key, placement.sensitiveLabel.value])
 
-is_sensitive if labels_of(obj.metadata)[placement.sensitiveLabel.key] == placement.sensitiveLabel.value
+sensitive_key := placement.sensitiveLabel.key
+
+is_sensitive if object.get(obj, ["metadata", "labels", sensitive_key], null) == placement.sensitiveLabel.value
 
 is_sensitive if {
-	some template in templates
-	labels_of(template.metadata)[placement.sensitiveLabel.key] == placement.sensitiveLabel.value
+	is_volcano_job
+	some task in obj.spec.tasks
+	object.get(task, ["template", "metadata", "labels", sensitive_key], null) == placement.sensitiveLabel.value
 }
 
 required_node_terms(spec) := object.get(
