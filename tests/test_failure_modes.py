@@ -91,7 +91,9 @@ def test_invalid_yaml_exits_with_line(tmp_path):
 def test_rego_compile_error_exits_with_file_line_and_reason(tmp_path):
     policies = copy_policies(tmp_path / "policies")
     broken = policies / "network-no-external" / "policy.rego"
+    lines = broken.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith("egress := data"))
     broken.write_text(broken.read_text().replace("egress := data", "egress := := data"))
     result = serve_fails("--policies", str(policies))
     assert result.returncode == 1
-    assert f"{broken}:19: expecting expression" in result.stderr and "Stack backtrace" not in result.stderr
+    assert f"{broken}:{line}: expecting expression" in result.stderr and "Stack backtrace" not in result.stderr
