@@ -8,7 +8,7 @@ req/s, p50 and p99. The floor is the no-op GET /healthz on the same server, meas
 same run; the figures that matter are the ratios to it, because this machine is noisy.
 
     apt-get install apache2-utils
-    python bench/load.py --requests 6000 --concurrency 8
+    python bench/load.py --requests 3000 --rounds 3 --concurrency 8
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import shutil
 import json
 import os
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -127,9 +128,10 @@ def start_server(workers: int, threads: int) -> tuple[subprocess.Popen, int, str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=6000, help="requests per endpoint (bounded count)")
+    parser.add_argument("--requests", type=int, default=3000, help="requests per endpoint (bounded count)")
     parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections in flight")
     parser.add_argument("--threads", type=int, default=2, help="threads per server worker")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="server worker processes")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args()
@@ -147,14 +149,20 @@ def main() -> None:
                    ("POST /mutate   typical pod", "/mutate", typical),
                    ("POST /validate typical pod", "/validate", typical)]
         measure(base + "/validate", sensitive, 500, args.concurrency)  # warm every worker and thread
-        results = {}
-        print(f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint, "
-              f"concurrency {args.concurrency}, {args.workers} workers x {args.threads} threads, "
-              f"{os.cpu_count()} cores shared with the client")
-        for name, path, payload in targets:
-            results[name] = measure(base + path, payload, args.requests, args.concurrency)
+        print(f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint and round, "
+              f"{args.rounds} interleaved rounds (medians shown), concurrency {args.concurrency}, "
+              f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with the client")
+        rounds: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in targets}
+        for _ in range(args.rounds):  # interleaved, so drift in the machine's speed hits every target alike
+            for name, path, payload in targets:
+                rounds[name].append(measure(base + path, payload, args.requests, args.concurrency))
+        results = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+                   for name, runs in rounds.items()}
+        for name, _, _ in targets:
             r = results[name]
-            print(f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms")
+            spread = "/".join(f"{run['rps']:.0f}" for run in rounds[name])
+            print(f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
+                  f"   (rounds: {spread} req/s)")
         floor = results[targets[0][0]]
         for name in (t[0] for t in targets[1:]):
             r = results[name]

@@ -165,3 +165,30 @@ def test_every_decision_reaches_the_audit_trail(server):
     assert refused and refused[-1]["decision"] == "error"
     for segment in server.audit_dir.glob("*.jsonl"):
         assert segment.stat().st_mode & 0o777 == 0o600
+
+
+WARNING_RULE = """package vgate.rules.latest_tag
+
+import rego.v1
+
+warn contains {"rule": "image-latest-tag", "msg": sprintf("container %s uses a :latest image: pin a version", [c.name])} if {
+\tsome c in input.request.object.spec.containers
+\tendswith(c.image, ":latest")
+}
+"""
+
+
+def test_warn_results_become_admission_warnings(tmp_path, start_server):
+    from conftest import copy_policies
+
+    policies = copy_policies(tmp_path / "policies")
+    (policies / "image-latest-tag").mkdir()
+    (policies / "image-latest-tag" / "policy.rego").write_text(WARNING_RULE)
+    server = start_server(policies=policies, workers=1)
+    latest = pod(containers=[{"name": "web", "image": "nginx:latest"}])
+    response = answer(server.post("/validate", review(latest)))
+    assert response["allowed"] is True
+    assert response["warnings"] == ["[image-latest-tag] container web uses a :latest image: pin a version"]
+    assert response["auditAnnotations"]["warned-rules"] == "image-latest-tag"
+    record = [r for r in server.decisions() if r["endpoint"] == "validate"][-1]
+    assert record["decision"] == "warned" and record["rules"][0]["action"] == "warn"
