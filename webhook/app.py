@@ -51,6 +51,7 @@ def create_app(gateway: Gateway) -> Flask:
         except RequestEntityTooLarge:
             error = RequestError(413, f"request body is larger than {app.config['MAX_CONTENT_LENGTH']} bytes")
             gateway.refuse(endpoint, error, started)
+            _drain_body(app.config["MAX_CONTENT_LENGTH"] * _DRAIN_FACTOR)
             raise error from None
         return app.json.response(handler(body))
 
@@ -90,6 +91,26 @@ def create_app(gateway: Gateway) -> Flask:
         return _error(500, "internal error; see the vgate log")
 
     return app
+
+
+_DRAIN_FACTOR = 4
+
+
+def _drain_body(limit: int) -> None:
+    """Read and drop an oversized body (up to ``limit`` bytes) so the client gets to read the 413.
+
+    gunicorn closes a connection whose unread body exceeds 64 KiB; a client still sending then
+    sees a reset instead of our answer. Bodies beyond ``limit`` are not worth reading: closed.
+    """
+    stream = request.environ["wsgi.input"]
+    remaining = request.content_length or 0
+    if remaining > limit:
+        return
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 65536))
+        if not chunk:
+            return
+        remaining -= len(chunk)
 
 
 def _error(status: int, message: str) -> Response:
