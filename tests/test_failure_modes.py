@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from conftest import VGATE, copy_policies, pod, review
 from webhook.config import DEFAULT_CONFIG_PATH
 
@@ -64,28 +66,20 @@ def serve_fails(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*VGATE, "serve", "--bind", "127.0.0.1:1", *args], capture_output=True, text=True, timeout=60)
 
 
-def test_invalid_config_exits_with_file_line_and_reason(tmp_path):
+@pytest.mark.parametrize("text,expected", [
+    ("server:\n  failureMode: deny\nqos:\n  memory:\n    guaranteed:\n      limit: lots\n",
+     ":6: qos/memory/guaranteed/limit: 'lots' does not match"),
+    ("queues:\n  byNamespace:\n    team-a: gold\n",
+     ":3: queues/byNamespace/team-a: queue 'gold' is not in queues/definitions"),
+    ("server:\n  failureMode: [deny\n", ":3: invalid YAML"),
+], ids=["schema", "cross-reference", "yaml"])
+def test_invalid_config_exits_with_file_line_and_reason(tmp_path, text, expected):
     config = tmp_path / "bad.yaml"
-    config.write_text("server:\n  failureMode: deny\nqos:\n  memory:\n    guaranteed:\n      limit: lots\n")
+    config.write_text(text)
     result = serve_fails("--config", str(config))
     assert result.returncode == 1
-    assert f"{config}:6: qos/memory/guaranteed/limit: 'lots' does not match" in result.stderr
+    assert f"{config}{expected}" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_config_referring_to_unknown_queue_exits(tmp_path):
-    config = tmp_path / "bad.yaml"
-    config.write_text("queues:\n  byNamespace:\n    team-a: gold\n")
-    result = serve_fails("--config", str(config))
-    assert result.returncode == 1
-    assert f"{config}:3: queues/byNamespace/team-a: queue 'gold' is not in queues/definitions" in result.stderr
-
-
-def test_invalid_yaml_exits_with_line(tmp_path):
-    config = tmp_path / "bad.yaml"
-    config.write_text("server:\n  failureMode: [deny\n")
-    result = serve_fails("--config", str(config))
-    assert result.returncode == 1 and f"{config}:3: invalid YAML" in result.stderr
 
 
 def test_rego_compile_error_exits_with_file_line_and_reason(tmp_path):
