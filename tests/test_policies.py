@@ -54,10 +54,28 @@ def test_vgate_test_fails_on_a_broken_rule_and_says_where(tmp_path):
     assert "FAIL sample" in result.stdout and "denied-pod-two-zones.yaml" in result.stdout
 
 
+@pytest.fixture(scope="module")
+def eval_verdicts() -> dict[str, list[dict]]:
+    """`vgate eval -o json` over every sample at once, grouped by file."""
+    args = [arg for sample in SAMPLES for arg in ("-f", str(sample))]
+    result = subprocess.run([*VGATE, "eval", "--policies", str(POLICIES), "-o", "json", *args],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr  # some samples are denied
+    verdicts: dict[str, list[dict]] = {}
+    for verdict in json.loads(result.stdout):
+        verdicts.setdefault(verdict["source"].rsplit("#", 1)[0], []).append(verdict)
+    return verdicts
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
-def test_samples_are_judged_alike_offline_and_over_https(server, config, engine, sample: Path):
-    for manifest in filter(None, yaml.safe_load_all(sample.read_text())):
+def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config, engine, eval_verdicts,
+                                                                  sample: Path):
+    from_eval = eval_verdicts[str(sample)]
+    for index, manifest in enumerate(filter(None, yaml.safe_load_all(sample.read_text()))):
         offline = admit(manifest, config, engine)
+        assert from_eval[index]["allowed"] is offline.validation.decision.allowed
+        assert from_eval[index]["patch"] == offline.mutation.patch
+        assert [v["rule"] for v in from_eval[index]["violations"]] == [v.rule for v in offline.validation.result.deny]
         sent = review(manifest)
         mutated = server.post("/mutate", sent).json()["response"]
         patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []

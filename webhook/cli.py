@@ -111,5 +111,39 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
         sys.exit(1)
 
 
+@main.command("eval")
+@click.option("-f", "--filename", "files", multiple=True, required=True,
+              help="Manifest file (multi-document YAML and List objects work); '-' reads stdin. Repeatable.")
+@click.option("--operation", type=click.Choice(["CREATE", "UPDATE"]), default="CREATE", show_default=True,
+              help="The admission operation to simulate.")
+@click.option("--namespace", help="Namespace to admit into, overriding metadata.namespace (default: 'default').")
+@click.option("--user", default="vgate-eval", show_default=True, help="User name in the simulated request.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False))
+def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None, user: str, output: str,
+                   config_path: str | None, policy_dir: str) -> None:
+    """Mutate and validate manifests offline; exit 0 allowed, 1 denied, 2 bad input."""
+    import json as jsonlib
+
+    from .config import load_config
+    from .engine import RegorusEngine, load_policy_set
+    from .evaluate import ManifestError, evaluate, load_manifests
+
+    try:
+        config = load_config(config_path)
+        engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+        verdicts = evaluate(load_manifests(list(files)), config, engine,
+                            operation=operation, namespace=namespace, user=user)
+    except (SourceError, ManifestError) as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+    if output == "json":
+        click.echo(jsonlib.dumps([v.as_json() for v in verdicts], indent=2))
+    else:
+        click.echo("\n\n".join(v.as_text() for v in verdicts))
+    sys.exit(0 if all(v.allowed for v in verdicts) else 1)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,6 +23,7 @@ from .validation import Validation, validate
 
 @dataclass(frozen=True)
 class OfflineResult:
+    submitted: dict[str, Any]
     mutation: Mutation
     mutated: dict[str, Any]
     validation: Validation
@@ -58,9 +59,10 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine, **revi
     """Mutate, apply the patch, and validate the mutated object, as the API server chains them."""
     review = review_for(manifest, **review_options)
     depth = config.server["maxJsonDepth"]
+    submitted = review["request"]["object"]
     mutation = mutate(decode_review(orjson.dumps(review), depth), config)
-    mutated = jsonpatch.apply_patch(review["request"]["object"], mutation.patch)
+    mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
     body = orjson.dumps(review)
     verdict = validate(decode_review(body, depth), body.decode(), engine, config.server["failureMode"])
-    return OfflineResult(mutation, mutated, verdict)
+    return OfflineResult(submitted, mutation, mutated, verdict)

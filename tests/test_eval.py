@@ -1,0 +1,76 @@
+"""`vgate eval`: manifests judged offline, with exit codes like `kyverno apply`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import POLICIES, VGATE, corpus_file
+
+
+def vgate_eval(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, "eval", "--policies", str(POLICIES), *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_denied_manifest_prints_diff_and_violation_and_exits_1():
+    result = vgate_eval("-f", str(POLICIES / "network-no-external" / "samples" / "denied-host-network.yaml"))
+    assert result.returncode == 1
+    assert result.stdout.startswith("DENIED  Pod ml-training/feature-store-hostnet")
+    assert "+    scheduling.volcano.sh/queue-name: training" in result.stdout
+    assert "deny  [network-no-external]" in result.stdout and "remove hostNetwork" in result.stdout
+
+
+def test_multi_document_jobs_are_judged_by_the_queues_the_config_defines(tmp_path):
+    jobs = corpus_file("volcano-examples", "hierarchical-jobs_jobs.yaml")
+    count = len([d for d in yaml.safe_load_all(jobs.read_text()) if d])
+    unknown = json.loads(vgate_eval("-f", str(jobs), "-o", "json").stdout)
+    assert len(unknown) == count
+    assert all([v["rule"] for v in verdict["violations"]] == ["scheduling-queue-allowed"] for verdict in unknown)
+    queues = {d["spec"]["queue"] for d in yaml.safe_load_all(jobs.read_text()) if d}
+    config = tmp_path / "vgate.yaml"
+    config.write_text(yaml.safe_dump({"queues": {"definitions": {"default": {}, **{q: {"namespaces": ["research-*"]} for q in queues}}}}))
+    result = vgate_eval("-f", str(jobs), "-o", "json", "--namespace", "research-nlp", "--config", str(config))
+    assert result.returncode == 0, result.stdout
+    assert all(v["allowed"] and v["namespace"] == "research-nlp" for v in json.loads(result.stdout))
+
+
+def test_list_objects_from_stdin_are_expanded():
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "web"},
+             "spec": {"containers": [{"name": "c", "image": "x"}]}} for i in range(3)]
+    pods[2]["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "training"}
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": pods})
+    result = vgate_eval("-f", "-", "-o", "json", stdin=listing)
+    verdicts = json.loads(result.stdout)
+    assert [v["allowed"] for v in verdicts] == [True, True, False]
+    assert result.returncode == 1
+    assert verdicts[2]["violations"][0]["rule"] == "scheduling-queue-allowed"
+
+
+def test_update_operation_is_not_mutated():
+    result = vgate_eval("-f", str(POLICIES / "scheduling-queue-allowed" / "samples" / "allowed-injected-queue.yaml"),
+                        "--operation", "UPDATE", "-o", "json")
+    assert result.returncode == 0 and json.loads(result.stdout)[0]["patch"] == []
+
+
+@pytest.mark.parametrize("content,message", [
+    ("kind: [", "invalid YAML"),
+    ("just a string\n", "not a Kubernetes object"),
+    ("apiVersion: v1\nmetadata: {name: x}\n", "not a Kubernetes object"),
+    ("", "no objects found"),
+])
+def test_bad_input_exits_2_with_the_file(tmp_path, content, message):
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(content)
+    result = vgate_eval("-f", str(manifest))
+    assert result.returncode == 2
+    assert message in result.stderr and str(manifest) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_file_exits_2():
+    result = vgate_eval("-f", "/nonexistent/pod.yaml")
+    assert result.returncode == 2 and "cannot read" in result.stderr

@@ -1,0 +1,111 @@
+"""`vgate eval`: the whole admission path for manifests on disk, without a cluster.
+
+Reads every document (multi-document YAML, `List` objects expanded), mutates it, validates the
+mutated object, and reports the patch as a diff of the YAML plus every violation and warning,
+like `kyverno apply` or `gator test`. Exit status: 0 all allowed, 1 any denied, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import Config
+from .engine import PolicyEngine
+from .errors import RequestError
+from .offline import OfflineResult, admit
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be judged: unreadable, not YAML, not a Kubernetes object."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    source: str
+    manifest: dict[str, Any]
+    result: OfflineResult
+
+    @property
+    def allowed(self) -> bool:
+        return self.result.validation.decision.allowed
+
+    @property
+    def title(self) -> str:
+        metadata = self.result.mutated.get("metadata") or {}
+        return f"{self.manifest.get('kind')} {metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+    def as_json(self) -> dict[str, Any]:
+        decision = self.result.validation.decision
+        return {
+            "source": self.source, "kind": self.manifest.get("kind"),
+            "namespace": (self.result.mutated.get("metadata") or {}).get("namespace"),
+            "name": (self.result.mutated.get("metadata") or {}).get("name"),
+            "allowed": decision.allowed, "patch": self.result.mutation.patch,
+            "violations": [{"rule": v.rule, "message": v.message} for v in self.result.validation.result.deny],
+            "warnings": decision.warnings, "error": self.result.validation.error,
+        }
+
+    def as_text(self) -> str:
+        decision = self.result.validation.decision
+        lines = [f"{'ALLOWED' if decision.allowed else 'DENIED'}  {self.title}  ({self.source})"]
+        diff = patch_diff(self.result.submitted, self.result.mutated)
+        lines += [f"  {line}" for line in diff] if diff else ["  no patch"]
+        lines += [f"  deny  [{v.rule}] {v.message}" for v in self.result.validation.result.deny]
+        lines += [f"  warn  {w}" for w in decision.warnings]
+        if self.result.validation.error:
+            lines.append(f"  error {self.result.validation.error}")
+        return "\n".join(lines)
+
+
+def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every object in the files, with ``file#index`` as its source; raises ManifestError."""
+    manifests = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8") if path != "-" else _stdin()
+            documents = list(yaml.safe_load_all(text))
+        except OSError as exc:
+            raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ManifestError(f"{path}: invalid YAML: {exc}") from exc
+        for index, document in enumerate(documents):
+            if document is None:
+                continue
+            items = document.get("items") if isinstance(document, dict) and document.get("kind") == "List" else [document]
+            for item in items or []:
+                if not isinstance(item, dict) or not item.get("kind") or not item.get("apiVersion"):
+                    raise ManifestError(f"{path}#{index}: not a Kubernetes object (needs apiVersion and kind)")
+                manifests.append((f"{path}#{index}", item))
+    if not manifests:
+        raise ManifestError("no objects found in " + ", ".join(paths))
+    return manifests
+
+
+def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine: PolicyEngine, *,
+             operation: str, namespace: str | None, user: str) -> list[Verdict]:
+    verdicts = []
+    for source, manifest in manifests:
+        try:
+            result = admit(manifest, config, engine, operation=operation, namespace=namespace, user=user)
+        except RequestError as exc:
+            raise ManifestError(f"{source}: {exc.message}") from exc
+        verdicts.append(Verdict(source, manifest, result))
+    return verdicts
+
+
+def patch_diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """A unified diff of the object as YAML, before and after mutation."""
+    old = yaml.safe_dump(before, sort_keys=False).splitlines()
+    new = yaml.safe_dump(after, sort_keys=False).splitlines()
+    return list(difflib.unified_diff(old, new, "submitted", "mutated", lineterm="", n=2))
+
+
+def _stdin() -> str:
+    import sys
+
+    return sys.stdin.read()
