@@ -21,7 +21,7 @@ def test_denied_manifest_prints_diff_and_violation_and_exits_1():
     assert result.returncode == 1
     assert result.stdout.startswith("DENIED  Pod ml-training/feature-store-hostnet")
     assert "+    scheduling.volcano.sh/queue-name: training" in result.stdout
-    assert "deny  [network-no-external]" in result.stdout and "remove hostNetwork" in result.stdout
+    assert "deny    [network-no-external]" in result.stdout and "remove hostNetwork" in result.stdout
 
 
 def test_multi_document_jobs_are_judged_by_the_queues_the_config_defines(tmp_path):

@@ -46,7 +46,8 @@ class Verdict:
             "namespace": (self.result.mutated.get("metadata") or {}).get("namespace"),
             "name": (self.result.mutated.get("metadata") or {}).get("name"),
             "allowed": decision.allowed, "patch": self.result.mutation.patch,
-            "violations": [{"rule": v.rule, "message": v.message} for v in self.result.validation.result.deny],
+            "violations": [{"rule": o.rule, "message": o.message, "action": o.action, "exception": o.exception}
+                           for o in self.result.validation.outcomes],
             "warnings": decision.warnings, "error": self.result.validation.error,
         }
 
@@ -55,8 +56,8 @@ class Verdict:
         lines = [f"{'ALLOWED' if decision.allowed else 'DENIED'}  {self.title}  ({self.source})"]
         diff = patch_diff(self.result.submitted, self.result.mutated)
         lines += [f"  {line}" for line in diff] if diff else ["  no patch"]
-        lines += [f"  deny  [{v.rule}] {v.message}" for v in self.result.validation.result.deny]
-        lines += [f"  warn  {w}" for w in decision.warnings]
+        lines += [f"  {o.action:8s}[{o.rule}] {o.message}" + (f" (exception {o.exception})" if o.exception else "")
+                  for o in self.result.validation.outcomes]
         if self.result.validation.error:
             lines.append(f"  error {self.result.validation.error}")
         return "\n".join(lines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from .audit import DecisionLog
 from .config import Config, load_config
 from .engine import RegorusEngine, load_policy_set
 from .errors import RequestError
+from .exceptions import PolicyException, load_exceptions
 from .metrics import ERRORS, LATENCY, REQUESTS, VIOLATIONS
 from .mutation import Mutation, mutate
 from .validation import Validation, validate
@@ -32,6 +33,7 @@ class Gateway:
     config: Config
     engine: RegorusEngine
     decisions: DecisionLog | None
+    exceptions: list[PolicyException] = field(default_factory=list)
 
     @classmethod
     def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True) -> "Gateway":
@@ -39,7 +41,11 @@ class Gateway:
         config = load_config(config_path)
         engine = RegorusEngine(load_policy_set(policy_dir), config.document)
         decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
-        return cls(config, engine, decisions)
+        exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"])
+        for error in rejected:
+            log.error("policy exception rejected: %s", error)
+            ERRORS.labels("load", "exception_file").inc()
+        return cls(config, engine, decisions, exceptions)
 
     @property
     def revision(self) -> str:
@@ -66,15 +72,14 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
-        result = validate(request, body.decode("utf-8"), self.engine, self.config.server["failureMode"])
+        result = validate(request, body.decode("utf-8"), self.engine, self.config, self.exceptions)
         if result.error:
             log.error("policy evaluation failed for %s %s: %s", request.kind, request.uid, result.error)
             ERRORS.labels("validate", "evaluation").inc()
-        for action, violations in (("deny", result.result.deny), ("warn", result.result.warn)):
-            for violation in violations:
-                VIOLATIONS.labels(violation.rule, action).inc()
+        for outcome in result.outcomes:
+            VIOLATIONS.labels(outcome.rule, outcome.action).inc()
         self._finish("validate", request, result.decision, _outcome(result), started,
-                     error=result.error, rules=_rule_results(result))
+                     error=result.error, exempt=result.exempt, rules=_rule_results(result))
         return encode_response(request, result.decision)
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
@@ -120,13 +125,12 @@ def _outcome(result: Validation) -> str:
         return "error"
     if not result.decision.allowed:
         return "denied"
-    return "warned" if result.result.warn else "allowed"
+    return "warned" if result.rules("warn") else "allowed"
 
 
-def _rule_results(result: Validation) -> list[dict[str, str]]:
-    return [{"id": v.rule, "action": action, "message": v.message}
-            for action, violations in (("deny", result.result.deny), ("warn", result.result.warn))
-            for v in violations]
+def _rule_results(result: Validation) -> list[dict[str, Any]]:
+    return [{"id": o.rule, "action": o.action, "message": o.message, **({"exception": o.exception} if o.exception else {})}
+            for o in result.outcomes]
 
 
 def _ms(started: float | None) -> float | None:

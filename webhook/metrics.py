@@ -21,7 +21,7 @@ LATENCY = Histogram(
     ["endpoint"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 VIOLATIONS = Counter(
-    "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn).",
+    "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn, audit, excepted).",
     ["rule", "action"],
 )
 ERRORS = Counter(

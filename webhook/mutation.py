@@ -24,7 +24,7 @@ from .admission import AdmissionRequest
 from .config import Config
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, resolve_queue
-from .workloads import (Workload, annotations_of, classify, labels_of, matches_globs,
+from .workloads import (Workload, annotations_of, classify, is_exempt, labels_of, matches_globs,
                         set_annotation, task_templates)
 
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
@@ -46,7 +46,8 @@ class Mutation:
 def mutate(request: AdmissionRequest, config: Config) -> Mutation:
     """The mutation for one admission request; an empty Mutation when nothing applies."""
     workload = classify(request)
-    if workload is None or request.operation != "CREATE" or request.object is None:
+    if (workload is None or request.operation != "CREATE" or request.object is None
+            or is_exempt(request.namespace, config)):
         return Mutation()
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy

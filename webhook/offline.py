@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import jsonpatch
@@ -17,6 +18,7 @@ import orjson
 from .admission import decode_review
 from .config import Config
 from .engine import PolicyEngine
+from .exceptions import PolicyException
 from .mutation import Mutation, mutate
 from .validation import Validation, validate
 
@@ -55,7 +57,8 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
     }
 
 
-def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine, **review_options: Any) -> OfflineResult:
+def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
+          exceptions: Sequence[PolicyException] = (), **review_options: Any) -> OfflineResult:
     """Mutate, apply the patch, and validate the mutated object, as the API server chains them."""
     review = review_for(manifest, **review_options)
     depth = config.server["maxJsonDepth"]
@@ -64,5 +67,5 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine, **revi
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
     body = orjson.dumps(review)
-    verdict = validate(decode_review(body, depth), body.decode(), engine, config.server["failureMode"])
+    verdict = validate(decode_review(body, depth), body.decode(), engine, config, exceptions)
     return OfflineResult(submitted, mutation, mutated, verdict)

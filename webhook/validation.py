@@ -1,52 +1,69 @@
 """/validate: turn the policy result for one request into an admission decision.
 
-Pure: the request and an engine in, a Decision out. Unknown kinds never reach the engine.
-When the engine fails, the configured failure mode decides (default deny, with the reason),
-so a broken policy never silently admits what it was meant to stop.
+Pure: the request, an engine, the config and the exceptions in force in, a Decision out.
+Unknown kinds and exempt namespaces never reach the engine. When the engine fails, the
+configured failure mode decides (default deny, with the reason), so a broken policy never
+silently admits what it was meant to stop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from .admission import AdmissionRequest, Decision
+from .config import Config
+from .enforcement import Outcome, enforce
 from .engine import PolicyEngine, PolicyResult
 from .errors import EvaluationError
-from .workloads import classify
+from .exceptions import PolicyException
+from .workloads import classify, is_exempt, labels_of
 
 
 @dataclass
 class Validation:
-    """The decision and the rule results behind it (for metrics and the audit trail)."""
+    """The decision and the rule outcomes behind it (for metrics and the audit trail)."""
 
     decision: Decision
-    result: PolicyResult = field(default_factory=lambda: PolicyResult((), ()))
+    outcomes: list[Outcome] = field(default_factory=list)
+    result: PolicyResult = field(default_factory=lambda: PolicyResult((), ()))  # what the rules said, before enforcement
     error: str | None = None
-    evaluated: bool = False
+    exempt: bool = False
+
+    def rules(self, action: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.action == action]
 
 
-def validate(request: AdmissionRequest, input_json: str, engine: PolicyEngine, failure_mode: str) -> Validation:
+def validate(request: AdmissionRequest, input_json: str, engine: PolicyEngine, config: Config,
+             exceptions: list[PolicyException] = (), now: datetime | None = None) -> Validation:
     """Evaluate the policies on one request (given as the AdmissionReview's JSON text)."""
     if classify(request) is None:
         return Validation(Decision())
+    if is_exempt(request.namespace, config):
+        return Validation(Decision(), exempt=True)
     try:
         result = engine.evaluate(input_json)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
-        return _failed(request, reason, engine.revision, failure_mode)
-    return Validation(_decide(request, result, engine.revision), result, evaluated=True)
+        return _failed(request, reason, engine.revision, config.server["failureMode"])
+    obj = request.object or request.old_object or {}
+    outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
+                       labels=labels_of(obj), now=now or datetime.now(timezone.utc))
+    return Validation(_decide(request, outcomes, engine.revision), outcomes, result)
 
 
-def _decide(request: AdmissionRequest, result: PolicyResult, revision: str) -> Decision:
+def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:
     annotations = {"policy-revision": revision}
     decision = Decision(audit_annotations=annotations)
-    if result.warn:
-        decision.warnings = [f"[{v.rule}] {v.message}" for v in result.warn]
-        annotations["warned-rules"] = ",".join(sorted({v.rule for v in result.warn}))
-    if result.deny:
-        rules = sorted({v.rule for v in result.deny})
-        annotations["denied-rules"] = ",".join(rules)
-        reasons = "; ".join(f"[{v.rule}] {v.message}" for v in result.deny)
+    for action, key in (("deny", "denied-rules"), ("warn", "warned-rules"), ("audit", "audited-rules"),
+                        ("excepted", "excepted-rules")):
+        rules = sorted({o.rule for o in outcomes if o.action == action})
+        if rules:
+            annotations[key] = ",".join(rules)
+    decision.warnings = [f"[{o.rule}] {o.message}" for o in outcomes if o.action == "warn"]
+    denials = [o for o in outcomes if o.action == "deny"]
+    if denials:
+        reasons = "; ".join(f"[{o.rule}] {o.message}" for o in denials)
         decision.allowed = False
         decision.code = 403
         decision.message = f"vgate denied {request.kind} {_name(request)}: {reasons}"

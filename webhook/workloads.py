@@ -10,9 +10,12 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .admission import AdmissionRequest
+
+if TYPE_CHECKING:
+    from .config import Config
 
 
 class Workload(str, Enum):
@@ -60,6 +63,11 @@ def task_templates(job: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     templates = [t.get("template") for t in tasks if isinstance(t, dict)]
     return [t for t in templates if isinstance(t, dict) and isinstance(t.get("spec"), dict)]
+
+
+def is_exempt(namespace: str, config: "Config") -> bool:
+    """Namespaces vgate leaves alone entirely (kube-system and its own by default)."""
+    return matches_globs(namespace, config.document["exemptNamespaces"])
 
 
 def matches_globs(name: str, patterns: Iterable[str]) -> bool:

@@ -1,0 +1,120 @@
+"""Enforcement actions, exempt namespaces and policy exceptions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import yaml
+
+from conftest import POLICIES, pod, review
+from webhook.config import DEFAULT_CONFIG_PATH, parse_config
+from webhook.enforcement import action_for
+from webhook.exceptions import load_exceptions
+from webhook.offline import admit
+
+HOST_NETWORK = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-host-network.yaml").read_text())
+
+
+def config_with(extra: str):
+    return parse_config(DEFAULT_CONFIG_PATH.read_text() + extra)
+
+
+def exception(name: str = "hostnet-debug", expires: str = "2099-01-01T00:00:00Z", **match) -> dict:
+    return {"apiVersion": "vgate.io/v1alpha1", "kind": "PolicyException", "metadata": {"name": name},
+            "spec": {"rules": ["network-no-external"], "match": match or {"namespaces": ["ml-training"]},
+                     "justification": "packet capture for incident INC-42", "approver": "secops-lead",
+                     "ticket": "SEC-1234", "expiresAt": expires}}
+
+
+def test_action_precedence_namespace_override_then_rule_then_default():
+    enforcement = config_with("""
+enforcement:
+  default: deny
+  rules: {network-no-external: warn}
+  namespaces:
+    - namespaces: [sandbox-*]
+      rules: {"*": audit}
+    - namespaces: [ml-*]
+      rules: {placement-single-zone: warn}
+""").document["enforcement"]
+    assert action_for("network-no-external", "web", enforcement) == "warn"
+    assert action_for("placement-single-zone", "web", enforcement) == "deny"
+    assert action_for("placement-single-zone", "sandbox-1", enforcement) == "audit"
+    assert action_for("placement-single-zone", "ml-training", enforcement) == "warn"
+    assert action_for("network-no-external", "ml-training", enforcement) == "warn"
+
+
+def test_warn_action_admits_with_a_warning_and_audit_only_records(engine):
+    warned = admit(HOST_NETWORK, config_with("enforcement: {rules: {network-no-external: warn}}\n"), engine)
+    assert warned.validation.decision.allowed is True
+    assert warned.validation.decision.warnings[0].startswith("[network-no-external]")
+    audited = admit(HOST_NETWORK, config_with("enforcement: {default: audit}\n"), engine)
+    assert audited.validation.decision.allowed is True and audited.validation.decision.warnings == []
+    assert [o.action for o in audited.validation.outcomes] == ["audit"]
+    assert audited.validation.decision.audit_annotations["audited-rules"] == "network-no-external"
+
+
+def test_exempt_namespaces_are_neither_mutated_nor_validated(config, engine):
+    system = admit(HOST_NETWORK, config, engine, namespace="kube-system")
+    assert system.mutation.patch == [] and system.validation.exempt is True
+    assert system.validation.decision.allowed is True and system.validation.outcomes == []
+
+
+def test_current_matching_exception_excepts_the_rule(tmp_path, config, engine):
+    (tmp_path / "debug.yaml").write_text(yaml.safe_dump(exception()))
+    exceptions, errors = load_exceptions(tmp_path)
+    assert errors == [] and len(exceptions) == 1
+    result = admit(HOST_NETWORK, config, engine, exceptions)
+    assert result.validation.decision.allowed is True
+    assert [(o.rule, o.action, o.exception) for o in result.validation.outcomes] == [
+        ("network-no-external", "excepted", "hostnet-debug")]
+
+
+def test_expired_or_unmatched_exceptions_do_not_apply(tmp_path, config, engine):
+    documents = [exception("expired", expires="2020-01-01T00:00:00Z"),
+                 exception("other-namespace", namespaces=["web"]),
+                 exception("other-name", names=["tcpdump-*"]),
+                 exception("other-labels", labels={"team": "netops"})]
+    (tmp_path / "many.yaml").write_text(yaml.safe_dump_all(documents))
+    exceptions, errors = load_exceptions(tmp_path)
+    assert errors == [] and len(exceptions) == 4
+    result = admit(HOST_NETWORK, config, engine, exceptions)
+    assert result.validation.decision.allowed is False
+    matching_name = exception("by-name", names=["feature-store-*"])
+    (tmp_path / "by-name.yaml").write_text(yaml.safe_dump(matching_name))
+    exceptions, _ = load_exceptions(tmp_path)
+    assert admit(HOST_NETWORK, config, engine, exceptions).validation.decision.allowed is True
+    later = datetime(2100, 1, 1, tzinfo=timezone.utc)
+    assert not any(e.covers("network-no-external", "ml-training", "feature-store-hostnet", {}, later) for e in exceptions)
+
+
+def test_malformed_exception_files_are_rejected_alone(tmp_path):
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump(exception()))
+    no_ticket = exception()
+    del no_ticket["spec"]["ticket"]
+    (tmp_path / "no-ticket.yaml").write_text(yaml.safe_dump(no_ticket))
+    (tmp_path / "bad-time.yaml").write_text(yaml.safe_dump(exception(expires="next tuesday")))
+    (tmp_path / "broken.yaml").write_text("spec: [")
+    exceptions, errors = load_exceptions(tmp_path)
+    assert [e.name for e in exceptions] == ["hostnet-debug"]
+    reasons = {error.file.rsplit("/", 1)[1]: error.reason for error in errors}
+    assert "'ticket' is a required property" in reasons["no-ticket.yaml"]
+    assert "not an RFC 3339 time" in reasons["bad-time.yaml"]
+    assert "cannot read exception" in reasons["broken.yaml"]
+
+
+def test_exception_use_is_recorded_over_https(tmp_path, start_server):
+    exceptions_dir = tmp_path / "exceptions"
+    exceptions_dir.mkdir()
+    (exceptions_dir / "debug.yaml").write_text(yaml.safe_dump(exception()))
+    config = DEFAULT_CONFIG_PATH.read_text() + f"\nexceptions:\n  dir: {exceptions_dir}\n"
+    server = start_server(config_text=config, workers=1)
+    sent = review(HOST_NETWORK, uid="excepted-1")
+    response = server.post("/validate", sent).json()["response"]
+    assert response["allowed"] is True and response["auditAnnotations"]["excepted-rules"] == "network-no-external"
+    record = next(r for r in server.decisions() if r.get("uid") == "excepted-1")
+    assert record["rules"] == [{"id": "network-no-external", "action": "excepted", "exception": "hostnet-debug",
+                                "message": record["rules"][0]["message"]}]
+    exempt = server.post("/validate", review(pod(namespace="kube-system", hostNetwork=True), uid="exempt-1")).json()
+    assert exempt["response"]["allowed"] is True
+    assert next(r for r in server.decisions() if r.get("uid") == "exempt-1")["exempt"] is True
