@@ -74,13 +74,13 @@ class Server:
     """A `vgate serve` process (gunicorn, TLS) on a free loopback port."""
 
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
-                 workers: int = 2, make_certs: bool = True) -> None:
+                 workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
         self.ca = workdir / "certs" / "ca.crt"
         self.audit_dir = workdir / "audit"
-        config_path = workdir / "vgate.yaml"
+        config_path = self.config_path = workdir / "vgate.yaml"
         workdir.mkdir(parents=True, exist_ok=True)
         text = config_text if config_text is not None else DEFAULT_CONFIG_PATH.read_text()
         document = yaml.safe_load(text) or {}
@@ -93,7 +93,7 @@ class Server:
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.process = subprocess.Popen(
             [*VGATE, "serve", "--config", str(config_path), "--policies", str(policies),
-             "--certs", str(workdir / "certs"), "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)],
+             "--certs", str(workdir / "certs"), "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), *extra_args],
             cwd=workdir, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.session = requests.Session()
         self.session.verify = str(self.ca)

@@ -18,8 +18,8 @@ from flask.json.provider import JSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from .errors import RequestError
-from .gateway import Gateway
 from .metrics import exposition
+from .reload import LiveGateway
 
 log = logging.getLogger("vgate")
 
@@ -38,30 +38,33 @@ class OrjsonProvider(JSONProvider):
         return Response(orjson.dumps(obj), mimetype="application/json")
 
 
-def create_app(gateway: Gateway) -> Flask:
-    """A Flask app serving one gateway; build as many as you like (tests do)."""
+def create_app(live: LiveGateway) -> Flask:
+    """A Flask app serving the gateway in force; build as many as you like (tests do)."""
     app = Flask("vgate")
     app.json = OrjsonProvider(app)
-    app.config["MAX_CONTENT_LENGTH"] = gateway.config.server["maxBodyBytes"]
 
-    def admission(endpoint: str, handler: Callable[[bytes], dict[str, Any]]) -> Response:
+    def admission(endpoint: str) -> Response:
         started = time.perf_counter()
+        gateway = live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
+        limit = gateway.config.server["maxBodyBytes"]
+        request.max_content_length = limit
         try:
             body = request.get_data(cache=False)
         except RequestEntityTooLarge:
-            error = RequestError(413, f"request body is larger than {app.config['MAX_CONTENT_LENGTH']} bytes")
+            error = RequestError(413, f"request body is larger than {limit} bytes")
             gateway.refuse(endpoint, error, started)
-            _drain_body(app.config["MAX_CONTENT_LENGTH"] * _DRAIN_FACTOR)
+            _drain_body(limit * _DRAIN_FACTOR)
             raise error from None
+        handler: Callable[[bytes], dict[str, Any]] = gateway.mutate if endpoint == "mutate" else gateway.validate
         return app.json.response(handler(body))
 
     @app.post("/mutate")
     def mutate_view() -> Response:
-        return admission("mutate", gateway.mutate)
+        return admission("mutate")
 
     @app.post("/validate")
     def validate_view() -> Response:
-        return admission("validate", gateway.validate)
+        return admission("validate")
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -69,8 +72,10 @@ def create_app(gateway: Gateway) -> Flask:
 
     @app.get("/readyz")
     def readyz() -> Response:
+        gateway, status = live.current, live.status
         return app.json.response({"status": "ready", "policyRevision": gateway.revision,
-                                  "config": gateway.config.source})
+                                  "config": gateway.config.source,
+                                  "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})
 
     @app.get("/metrics")
     def metrics() -> Response:

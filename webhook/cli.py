@@ -52,14 +52,21 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
               help="Threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
+@click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
+              help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          access_log: bool) -> None:
-    """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn."""
+          access_log: bool, reload_interval: float) -> None:
+    """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn.
+
+    Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
+    change; an invalid new set is refused and the old one keeps serving.
+    """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # Must precede the first import of prometheus_client: workers are forked from this process.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
     from .app import create_app
     from .gateway import Gateway
+    from .reload import RELOAD_TOKEN_ENV, LiveGateway
     from .server import ServeOptions, VgateServer
 
     try:
@@ -70,9 +77,18 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     if not paths.exist():
         write_certs(cert_dir, "vgate", "vgate-system")
         log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)", cert_dir, paths.ca)
+    token = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "reload-token"
+    token.touch()
+    os.environ[RELOAD_TOKEN_ENV] = str(token)
+
+    def worker_app() -> object:
+        live = LiveGateway(lambda: Gateway.load(config_path, policy_dir))
+        live.watch(reload_interval)
+        return create_app(live)
+
     log.info("serving on https://%s with %d workers", bind, workers)
     options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
-    VgateServer(lambda: create_app(Gateway.load(config_path, policy_dir)), options).run()
+    VgateServer(worker_app, options).run()
 
 
 @main.command("test")

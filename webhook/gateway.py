@@ -34,6 +34,7 @@ class Gateway:
     engine: RegorusEngine
     decisions: DecisionLog | None
     exceptions: list[PolicyException] = field(default_factory=list)
+    policy_dir: Path = Path("policies")
 
     @classmethod
     def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True) -> "Gateway":
@@ -45,7 +46,11 @@ class Gateway:
         for error in rejected:
             log.error("policy exception rejected: %s", error)
             ERRORS.labels("load", "exception_file").inc()
-        return cls(config, engine, decisions, exceptions)
+        return cls(config, engine, decisions, exceptions, Path(policy_dir))
+
+    def sources(self) -> list[Path]:
+        """What this gateway was built from: a change to any of them calls for a reload."""
+        return [Path(self.config.source), self.policy_dir, Path(self.config.document["exceptions"]["dir"])]
 
     @property
     def revision(self) -> str:

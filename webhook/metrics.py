@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram,
+from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram,
                                generate_latest, multiprocess)
 
 REQUESTS = Counter(
@@ -27,6 +27,14 @@ VIOLATIONS = Counter(
 ERRORS = Counter(
     "vgate_errors_total", "Requests that failed: bad input, evaluation or mutation errors, audit write failures.",
     ["endpoint", "reason"],
+)
+
+RELOADS = Counter(
+    "vgate_reloads_total", "Reloads of config and policies (SIGHUP or a changed file), by result.", ["result"],
+)
+RELOAD_OK = Gauge(
+    "vgate_config_last_reload_successful", "1 if every worker's last reload succeeded (0: an old set is serving).",
+    multiprocess_mode="min",
 )
 
 

@@ -13,8 +13,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from .certs import CertPaths
+
+
+class _ReloadingArbiter(Arbiter):  # type: ignore[misc]
+    """SIGHUP reloads policies and config inside the running workers instead of replacing them.
+
+    gunicorn's own HUP starts new workers; with a broken policy they would fail to boot and take
+    the server down. Touching the reload token makes every worker's watcher reload in place and
+    keep its old set if the new one is invalid.
+    """
+
+    def handle_hup(self) -> None:
+        token = os.environ.get("VGATE_RELOAD_TOKEN")
+        if token:
+            self.log.info("SIGHUP: workers reload config and policies")
+            os.utime(token)
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,9 @@ class VgateServer(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         return self._factory()
+
+    def run(self) -> None:
+        _ReloadingArbiter(self).run()
 
 
 def _mark_worker_dead(server: Any, worker: Any) -> None:

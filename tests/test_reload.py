@@ -1,0 +1,82 @@
+"""Hot reload: changed files and SIGHUP swap in a new policy set; a broken one keeps the old."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+
+from conftest import copy_policies, pod, review
+
+BLOCK_RED = """package vgate.rules.no_red
+
+import rego.v1
+
+deny contains {"rule": "no-red", "msg": "pods labelled colour=red are not admitted: remove the label"} if {
+\tinput.request.object.metadata.labels.colour == "red"
+}
+"""
+
+
+def eventually(check, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def allowed_on_every_worker(server, body) -> set[bool]:
+    return {server.post("/validate", body).json()["response"]["allowed"] for _ in range(12)}
+
+
+def reloads(server, result: str) -> float:
+    text = server.session.get(server.url + "/metrics").text
+    match = re.search(rf'vgate_reloads_total{{result="{result}"}} ([0-9.]+)', text)
+    return float(match.group(1)) if match else 0.0
+
+
+def test_policy_changes_are_picked_up_and_broken_ones_refused(tmp_path, start_server):
+    policies = copy_policies(tmp_path / "policies")
+    server = start_server(policies=policies, workers=2, extra_args=("--reload-interval", "0.3"))
+    red = review(pod(labels={"colour": "red"}))
+    first = server.session.get(server.url + "/readyz").json()["policyRevision"]
+    assert allowed_on_every_worker(server, red) == {True}
+
+    (policies / "no-red").mkdir()
+    (policies / "no-red" / "policy.rego").write_text(BLOCK_RED)
+    assert eventually(lambda: allowed_on_every_worker(server, red) == {False}), server.output()
+    second = server.session.get(server.url + "/readyz").json()
+    assert second["policyRevision"] != first and second["lastReload"]["ok"] is True
+
+    (policies / "no-red" / "policy.rego").write_text(BLOCK_RED.replace('== "red"', '== = "red"'))
+    ready = eventually(lambda: (r := server.session.get(server.url + "/readyz").json())["lastReload"]["ok"] is False and r)
+    assert ready, server.output()
+    assert ready["policyRevision"] == second["policyRevision"], "the old set keeps serving"
+    assert f"{policies}/no-red/policy.rego:6: expecting expression" in ready["lastReload"]["error"]
+    assert allowed_on_every_worker(server, red) == {False}
+    metrics = server.session.get(server.url + "/metrics").text
+    assert "vgate_config_last_reload_successful 0.0" in metrics
+    assert "reload failed, still serving policy revision" in server.output()
+
+
+def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
+    server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
+    before = reloads(server, "success")
+    server.process.send_signal(signal.SIGHUP)
+    assert eventually(lambda: reloads(server, "success") >= before + 2), server.output()  # both workers
+    assert server.process.poll() is None
+
+    text = server.config_path.read_text().replace("ml-training: training", "ml-training: batch")
+    server.config_path.write_text(text)
+    queue = lambda: server.post("/mutate", review(pod(namespace="ml-training"))).json()["response"]  # noqa: E731
+    import base64
+    import json
+
+    def queue_is_batch() -> bool:
+        patch = json.loads(base64.b64decode(queue()["patch"]))
+        return all(op["value"].get("scheduling.volcano.sh/queue-name") == "batch"
+                   for op in patch if op["path"] == "/metadata/annotations")
+
+    assert eventually(lambda: all(queue_is_batch() for _ in range(6))), server.output()

@@ -1,0 +1,108 @@
+"""Hot reload: build a complete new gateway off to the side, then swap it in atomically.
+
+Each worker process watches what its gateway was built from (the config file, the policy
+directory, the exceptions directory) and a reload token that the master touches on SIGHUP.
+When anything changes it loads and compiles everything anew; only if that succeeds does the new
+gateway replace the old one (one reference assignment; requests in flight finish on the one they
+started with). A broken policy or config keeps the old set serving, is logged with its file,
+line and reason, shows in /readyz and in ``vgate_config_last_reload_successful``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import SourceError
+from .gateway import Gateway
+from .metrics import RELOAD_OK, RELOADS
+
+log = logging.getLogger("vgate")
+RELOAD_TOKEN_ENV = "VGATE_RELOAD_TOKEN"
+
+
+@dataclass(frozen=True)
+class ReloadStatus:
+    at: str
+    ok: bool
+    revision: str
+    error: str | None = None
+
+
+class LiveGateway:
+    """The gateway in force, and how to replace it."""
+
+    def __init__(self, load: Callable[[], Gateway]) -> None:
+        self._load = load
+        self.current = load()
+        self.status = ReloadStatus(_now(), True, self.current.revision)
+        self._lock = threading.Lock()
+        self._signature = self._fingerprint()
+        RELOAD_OK.set(1)
+
+    def reload(self) -> ReloadStatus:
+        """Load everything anew and swap it in; keep the old gateway if anything is invalid."""
+        with self._lock:
+            self._signature = self._fingerprint()
+            try:
+                fresh = self._load()
+            except SourceError as error:
+                log.error("reload failed, still serving policy revision %s: %s", self.current.revision, error)
+                RELOADS.labels("failure").inc()
+                RELOAD_OK.set(0)
+                self.status = ReloadStatus(_now(), False, self.current.revision, str(error))
+                return self.status
+            fresh.decisions = self.current.decisions  # one decision log per process, across reloads
+            self.current = fresh
+            RELOADS.labels("success").inc()
+            RELOAD_OK.set(1)
+            self.status = ReloadStatus(_now(), True, fresh.revision)
+            log.info("reloaded: policy revision %s, config %s", fresh.revision, fresh.config.source)
+            return self.status
+
+    def changed(self) -> bool:
+        return self._fingerprint() != self._signature
+
+    def watch(self, interval: float) -> threading.Thread:
+        """Poll the sources (and the SIGHUP token) every ``interval`` seconds in a daemon thread."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(interval)
+                try:
+                    if self.changed():
+                        self.reload()
+                except Exception:  # noqa: BLE001 - the watcher must outlive any one failed look
+                    log.exception("reload watcher error")
+
+        thread = threading.Thread(target=loop, name="vgate-reload", daemon=True)
+        thread.start()
+        return thread
+
+    def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
+        paths = list(self.current.sources())
+        token = os.environ.get(RELOAD_TOKEN_ENV)
+        if token:
+            paths.append(Path(token))
+        files: list[Path] = []
+        for path in paths:
+            files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        signature = []
+        for file in files:
+            try:
+                stat = file.stat()  # follows symlinks, so ConfigMap volume swaps (..data) are seen
+            except OSError:
+                signature.append((str(file), -1, -1))
+                continue
+            signature.append((str(file), stat.st_mtime_ns, stat.st_size))
+        return tuple(signature)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
