@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -132,12 +133,12 @@ class Server:
         return records
 
     def stop(self) -> None:
-        self.process.terminate()
+        self.session.close()  # idle keep-alive connections would hold gunicorn's graceful stop
+        self.process.send_signal(signal.SIGINT)  # quick shutdown; graceful TERM lingers ~3 s per server
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
-        self.session.close()
         self.log.close()
 
 

@@ -52,10 +52,13 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
               help="Threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
+@click.option("--opa-url", help="Evaluate on this OPA server (Data API) instead of in process, e.g. http://127.0.0.1:8181.")
+@click.option("--opa-timeout", default=2.0, show_default=True, type=click.FloatRange(0.05, 30),
+              help="Seconds to wait for OPA; keep it below the webhook's timeoutSeconds.")
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          access_log: bool, reload_interval: float) -> None:
+          access_log: bool, opa_url: str | None, opa_timeout: float, reload_interval: float) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
@@ -70,7 +73,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     from .server import ServeOptions, VgateServer
 
     try:
-        Gateway.load(config_path, policy_dir, audit=False)
+        Gateway.load(config_path, policy_dir, audit=False, opa_url=opa_url, opa_timeout=opa_timeout)
     except SourceError as error:
         raise click.ClickException(str(error)) from None
     paths = CertPaths.under(cert_dir)
@@ -82,7 +85,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     os.environ[RELOAD_TOKEN_ENV] = str(token)
 
     def worker_app() -> object:
-        live = LiveGateway(lambda: Gateway.load(config_path, policy_dir))
+        live = LiveGateway(lambda: Gateway.load(config_path, policy_dir, opa_url=opa_url, opa_timeout=opa_timeout))
         live.watch(reload_interval)
         return create_app(live)
 

@@ -16,11 +16,12 @@ from typing import Any
 from .admission import AdmissionRequest, Decision, decode_review, encode_response
 from .audit import DecisionLog
 from .config import Config, load_config
-from .engine import RegorusEngine, load_policy_set
+from .engine import PolicyEngine, RegorusEngine, load_policy_set
 from .errors import RequestError
 from .exceptions import PolicyException, load_exceptions
 from .metrics import ERRORS, LATENCY, REQUESTS, VIOLATIONS
 from .mutation import Mutation, mutate
+from .opa_engine import OpaEngine
 from .validation import Validation, validate
 
 log = logging.getLogger("vgate")
@@ -31,16 +32,24 @@ class Gateway:
     """Config, engine and decision log of one worker process."""
 
     config: Config
-    engine: RegorusEngine
+    engine: PolicyEngine
     decisions: DecisionLog | None
     exceptions: list[PolicyException] = field(default_factory=list)
     policy_dir: Path = Path("policies")
 
     @classmethod
-    def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True) -> "Gateway":
-        """Load and compile everything; raises ConfigError/PolicyError naming file and line."""
+    def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True,
+             opa_url: str | None = None, opa_timeout: float = 2.0) -> "Gateway":
+        """Load and compile everything; raises ConfigError/PolicyError naming file and line.
+
+        The policies are compiled in process even when ``opa_url`` sends evaluation to OPA: that
+        checks the files OPA is meant to serve and gives the revision every decision records.
+        """
         config = load_config(config_path)
-        engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+        policy_set = load_policy_set(policy_dir)
+        engine: PolicyEngine = RegorusEngine(policy_set, config.document)
+        if opa_url:
+            engine = OpaEngine(opa_url, policy_set, config.document, opa_timeout)
         decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
         exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"])
         for error in rejected:
