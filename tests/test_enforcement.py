@@ -12,7 +12,7 @@ from webhook.enforcement import action_for
 from webhook.exceptions import load_exceptions
 from webhook.offline import admit
 
-HOST_NETWORK = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-host-network.yaml").read_text())
+OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
 
 
 def config_with(extra: str):
@@ -45,17 +45,17 @@ enforcement:
 
 
 def test_warn_action_admits_with_a_warning_and_audit_only_records(engine):
-    warned = admit(HOST_NETWORK, config_with("enforcement: {rules: {network-no-external: warn}}\n"), engine)
+    warned = admit(OPEN_EGRESS, config_with("enforcement: {rules: {network-no-external: warn}}\n"), engine)
     assert warned.validation.decision.allowed is True
     assert warned.validation.decision.warnings[0].startswith("[network-no-external]")
-    audited = admit(HOST_NETWORK, config_with("enforcement: {default: audit}\n"), engine)
+    audited = admit(OPEN_EGRESS, config_with("enforcement: {default: audit}\n"), engine)
     assert audited.validation.decision.allowed is True and audited.validation.decision.warnings == []
     assert [o.action for o in audited.validation.outcomes] == ["audit"]
     assert audited.validation.decision.audit_annotations["audited-rules"] == "network-no-external"
 
 
 def test_exempt_namespaces_are_neither_mutated_nor_validated(config, engine):
-    system = admit(HOST_NETWORK, config, engine, namespace="kube-system")
+    system = admit(OPEN_EGRESS, config, engine, namespace="kube-system")
     assert system.mutation.patch == [] and system.validation.exempt is True
     assert system.validation.decision.allowed is True and system.validation.outcomes == []
 
@@ -64,7 +64,7 @@ def test_current_matching_exception_excepts_the_rule(tmp_path, config, engine):
     (tmp_path / "debug.yaml").write_text(yaml.safe_dump(exception()))
     exceptions, errors = load_exceptions(tmp_path)
     assert errors == [] and len(exceptions) == 1
-    result = admit(HOST_NETWORK, config, engine, exceptions)
+    result = admit(OPEN_EGRESS, config, engine, exceptions)
     assert result.validation.decision.allowed is True
     assert [(o.rule, o.action, o.exception) for o in result.validation.outcomes] == [
         ("network-no-external", "excepted", "hostnet-debug")]
@@ -78,12 +78,12 @@ def test_expired_or_unmatched_exceptions_do_not_apply(tmp_path, config, engine):
     (tmp_path / "many.yaml").write_text(yaml.safe_dump_all(documents))
     exceptions, errors = load_exceptions(tmp_path)
     assert errors == [] and len(exceptions) == 4
-    result = admit(HOST_NETWORK, config, engine, exceptions)
+    result = admit(OPEN_EGRESS, config, engine, exceptions)
     assert result.validation.decision.allowed is False
     matching_name = exception("by-name", names=["feature-store-*"])
     (tmp_path / "by-name.yaml").write_text(yaml.safe_dump(matching_name))
     exceptions, _ = load_exceptions(tmp_path)
-    assert admit(HOST_NETWORK, config, engine, exceptions).validation.decision.allowed is True
+    assert admit(OPEN_EGRESS, config, engine, exceptions).validation.decision.allowed is True
     later = datetime(2100, 1, 1, tzinfo=timezone.utc)
     assert not any(e.covers("network-no-external", "ml-training", "feature-store-hostnet", {}, later) for e in exceptions)
 
@@ -109,7 +109,7 @@ def test_exception_use_is_recorded_over_https(tmp_path, start_server):
     (exceptions_dir / "debug.yaml").write_text(yaml.safe_dump(exception()))
     config = DEFAULT_CONFIG_PATH.read_text() + f"\nexceptions:\n  dir: {exceptions_dir}\n"
     server = start_server(config_text=config, workers=1)
-    sent = review(HOST_NETWORK, uid="excepted-1")
+    sent = review(OPEN_EGRESS, uid="excepted-1")
     response = server.post("/validate", sent).json()["response"]
     assert response["allowed"] is True and response["auditAnnotations"]["excepted-rules"] == "network-no-external"
     record = next(r for r in server.decisions() if r.get("uid") == "excepted-1")

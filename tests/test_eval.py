@@ -17,11 +17,11 @@ def vgate_eval(*args: str, stdin: str | None = None) -> subprocess.CompletedProc
 
 
 def test_denied_manifest_prints_diff_and_violation_and_exits_1():
-    result = vgate_eval("-f", str(POLICIES / "network-no-external" / "samples" / "denied-host-network.yaml"))
+    result = vgate_eval("-f", str(POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml"))
     assert result.returncode == 1
-    assert result.stdout.startswith("DENIED  Pod ml-training/feature-store-hostnet")
+    assert result.stdout.startswith("DENIED  Pod ml-training/feature-store-open")
     assert "+    scheduling.volcano.sh/queue-name: training" in result.stdout
-    assert "deny    [network-no-external]" in result.stdout and "remove hostNetwork" in result.stdout
+    assert "deny    [network-no-external]" in result.stdout and "lacks the label vgate.io/egress=deny" in result.stdout
 
 
 def test_multi_document_jobs_are_judged_by_the_queues_the_config_defines(tmp_path):

@@ -16,10 +16,33 @@ config := {
 		"egressDenyLabel": {"key": "vgate.io/egress", "value": "deny"},
 	},
 	"queues": {"definitions": {
-		"default": {"namespaces": ["*"]},
-		"training": {"namespaces": ["ml-training", "research-*"]},
+		"default": {"namespaces": ["*"], "priorityClass": "vgate-normal"},
+		"training": {
+			"namespaces": ["ml-training", "research-*"], "priorityClass": "vgate-high",
+			"allowedPriorityClasses": ["vgate-high", "vgate-normal"], "qosClass": "Guaranteed", "maxMemoryLimit": "64Gi",
+		},
 	}},
+	"volcano": {"schedulerName": "volcano", "namespaces": ["ml-*"]},
+	"security": {"allowedCapabilities": ["NET_BIND_SERVICE"]},
+	"images": {"allowedRegistries": ["registry.example.com/"]},
+	"gpu": {
+		"resources": ["nvidia.com/gpu"], "nodePoolLabel": "vgate.io/node-pool",
+		"nodePools": {"gpu-secure": "confidential", "gpu-shared": "general"},
+		"namespaceDomains": [{"namespaces": ["ml-inference"], "domain": "confidential"}, {"namespaces": ["*"], "domain": "general"}],
+	},
+	"tenancy": {
+		"dedicatedTaintKey": "dedicated",
+		"namespaceTenants": [{"namespaces": ["ml-training"], "tenant": "research"}],
+	},
 }
+
+# A pod spec with one container, changed by a JSON Patch relative to the container.
+container_spec(patch) := {"containers": [json.patch({"name": "main", "image": "registry.example.com/app:1"}, patch)]}
+
+pod_in(namespace, labels, spec) := json.patch(pod(labels, spec), [
+	{"op": "replace", "path": "/request/namespace", "value": namespace},
+	{"op": "replace", "path": "/request/object/metadata/namespace", "value": namespace},
+])
 
 sensitive := {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
 

@@ -30,13 +30,14 @@ is_pod_group if {
 	input.request.kind.group == "scheduling.volcano.sh"
 }
 
-# Placement rules judge new pods and jobs: a running pod's placement cannot change.
-judges_placement if {
+# Rules on pod specs judge new pods and jobs: those fields of a running pod cannot change,
+# and denying updates of pods admitted before a rule existed would block their finalizers.
+judges_new_pods if {
 	is_create
 	is_pod
 }
 
-judges_placement if {
+judges_new_pods if {
 	is_create
 	is_volcano_job
 }
@@ -77,3 +78,11 @@ named_queue := obj.metadata.annotations["scheduling.volcano.sh/queue-name"] if i
 named_queue := obj.spec.queue if is_volcano_job
 
 named_queue := obj.spec.queue if is_pod_group
+
+# The first entry whose namespace globs match the request's namespace (config lists are ordered).
+first_for_namespace(entries) := entries[index] if {
+	indices := [i | some i, entry in entries; some pattern in entry.namespaces; glob.match(pattern, [], input.request.namespace)]
+	index := indices[0]
+}
+
+image_of(container) := object.get(container, "image", "")

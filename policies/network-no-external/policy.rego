@@ -16,7 +16,7 @@ import rego.v1
 
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.judges_new_pods
 import data.vgate.lib.workload.labels_of
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.sensitive_label
@@ -25,7 +25,7 @@ import data.vgate.lib.workload.templates
 egress := data.vgate.config.placement.egressDenyLabel
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	some name, template in templates
 	template.spec.hostNetwork == true
@@ -36,7 +36,7 @@ deny contains {"rule": "network-no-external", "msg": msg} if {
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	some name, template in templates
 	some container in containers(template.spec)
@@ -49,7 +49,7 @@ deny contains {"rule": "network-no-external", "msg": msg} if {
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	some name, template in templates
 	object.get(labels_of(template.metadata), egress.key, null) != egress.value

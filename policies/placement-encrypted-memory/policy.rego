@@ -15,7 +15,7 @@ package vgate.rules.placement_encrypted_memory
 import rego.v1
 
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.judges_new_pods
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.required_node_terms
 import data.vgate.lib.workload.sensitive_label
@@ -52,7 +52,7 @@ selects_encrypted_node(spec) if {
 uses_confidential_runtime(spec) if spec.runtimeClassName in runtime_classes
 
 deny contains {"rule": "placement-encrypted-memory", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	some name, template in templates
 	not selects_encrypted_node(template.spec)

@@ -15,7 +15,7 @@ package vgate.rules.placement_single_zone
 import rego.v1
 
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_placement
+import data.vgate.lib.workload.judges_new_pods
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.required_node_terms
 import data.vgate.lib.workload.sensitive_label
@@ -50,7 +50,7 @@ template_zones[name] := selector_zones(template.spec) | affinity_zones(template.
 }
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	some name, found in template_zones
 	count(found) != 1
@@ -61,7 +61,7 @@ deny contains {"rule": "placement-single-zone", "msg": msg} if {
 }
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	judges_placement
+	judges_new_pods
 	is_sensitive
 	every found in template_zones {
 		count(found) == 1

@@ -1,0 +1,26 @@
+# METADATA
+# title: No host PID, IPC or network namespace
+# description: |
+#   hostPID lets a pod see and signal every process of the node, hostIPC share its memory
+#   segments, hostNetwork bypass NetworkPolicy. Batch and AI workloads need none of them.
+# custom:
+#   id: security-host-namespaces
+#   severity: high
+#   category: security
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Remove hostPID, hostIPC and hostNetwork from the pod spec.
+package vgate.rules.security_host_namespaces
+
+import rego.v1
+
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+deny contains {"rule": "security-host-namespaces", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	shared := [field | some field in ["hostPID", "hostIPC", "hostNetwork"]; template.spec[field] == true]
+	count(shared) > 0
+	msg := sprintf("%s: %s shares the node's %v: remove them from the pod spec", [obj.kind, name, shared])
+}

@@ -1,0 +1,29 @@
+# METADATA
+# title: No hostPath volumes
+# description: |
+#   A hostPath volume mounts the node's file system into the pod: credentials of other tenants,
+#   the container runtime socket, /dev/mem. Use a PersistentVolumeClaim or an emptyDir.
+# custom:
+#   id: security-hostpath-volume
+#   severity: high
+#   category: security
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Replace the hostPath volume by a PersistentVolumeClaim, emptyDir or CSI volume.
+package vgate.rules.security_hostpath_volume
+
+import rego.v1
+
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+deny contains {"rule": "security-hostpath-volume", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	some volume in object.get(template.spec, "volumes", [])
+	volume.hostPath
+	msg := sprintf(
+		"%s: volume %s of %s mounts the node's path %s: use a PersistentVolumeClaim, emptyDir or CSI volume instead",
+		[obj.kind, volume.name, name, volume.hostPath.path],
+	)
+}

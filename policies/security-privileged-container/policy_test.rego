@@ -1,0 +1,26 @@
+package vgate.rules.security_privileged_container_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.security_privileged_container as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+test_denies_privileged_container if {
+	spec := testing.container_spec([{"op": "add", "path": "/securityContext", "value": {"privileged": true}}])
+	some violation in denials(testing.pod({}, spec))
+	contains(violation.msg, "container main of pod is privileged")
+}
+
+test_denies_privileged_init_container_in_a_job_task if {
+	spec := {"initContainers": [{"name": "setup", "securityContext": {"privileged": true}}], "containers": []}
+	count(denials(testing.job({}, [spec]))) == 1
+}
+
+test_allows_unprivileged_container if {
+	spec := testing.container_spec([{"op": "add", "path": "/securityContext", "value": {"privileged": false}}])
+	count(denials(testing.pod({}, spec))) == 0
+}
