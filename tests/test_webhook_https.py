@@ -73,7 +73,8 @@ def test_validate_denies_with_every_rule_and_how_to_fix(server):
     for rule in ("placement-single-zone", "placement-encrypted-memory", "network-no-external"):
         assert f"[{rule}]" in message
     assert "remove hostNetwork" in message and "nodeSelector" in message
-    assert response["auditAnnotations"]["denied-rules"] == "network-no-external,placement-encrypted-memory,placement-single-zone"
+    assert response["auditAnnotations"]["denied-rules"] == (
+        "network-no-external,placement-encrypted-memory,placement-single-zone,security-host-namespaces")
 
 
 def test_validate_allows_a_compliant_sensitive_pod(server):
