@@ -18,7 +18,7 @@ deny contains {"rule": "no-red", "msg": "pods labelled colour=red are not admitt
 """
 
 
-def eventually(check, timeout: float = 15.0):
+def eventually(check, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while True:
         value = check()
