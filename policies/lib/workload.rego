@@ -86,3 +86,41 @@ first_for_namespace(entries) := entries[index] if {
 }
 
 image_of(container) := object.get(container, "image", "")
+
+# Memory encryption: a required node label from placement.encryptedNodeLabels set to "true"
+# (every required affinity term must require it), or a confidential RuntimeClass.
+encrypted_labels := placement.encryptedNodeLabels
+
+runtime_classes := placement.confidentialRuntimeClasses
+
+selects_encrypted_node(spec) if {
+	some label in encrypted_labels
+	object.get(spec, ["nodeSelector", label], "") == "true"
+}
+
+term_requires_encryption(term) if {
+	some expression in object.get(term, "matchExpressions", [])
+	expression.key in encrypted_labels
+	expression.operator == "In"
+	count(expression.values) > 0
+	every value in expression.values {
+		value == "true"
+	}
+}
+
+# Node selector terms are ORed: every term must require encryption.
+selects_encrypted_node(spec) if {
+	terms := required_node_terms(spec)
+	count(terms) > 0
+	every term in terms {
+		term_requires_encryption(term)
+	}
+}
+
+uses_confidential_runtime(spec) if spec.runtimeClassName in runtime_classes
+
+runs_on_encrypted_memory(spec) if selects_encrypted_node(spec)
+
+runs_on_encrypted_memory(spec) if uses_confidential_runtime(spec)
+
+memory_devices := {"/dev/mem", "/dev/kmem", "/dev/port"}

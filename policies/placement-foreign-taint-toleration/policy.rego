@@ -1,0 +1,54 @@
+# METADATA
+# title: No tolerating another tenant's dedicated nodes
+# description: |
+#   Nodes dedicated to a tenant carry the taint <tenancy.dedicatedTaintKey>=<tenant>. A workload
+#   may tolerate that taint only for its own namespace's tenant; tolerating it for another
+#   tenant, for any value (operator Exists), or every taint at once (no key) lands it on
+#   hardware it does not own.
+# custom:
+#   id: placement-foreign-taint-toleration
+#   severity: high
+#   category: placement
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Tolerate <dedicatedTaintKey>=<your tenant> with operator Equal, or drop the toleration.
+package vgate.rules.placement_foreign_taint_toleration
+
+import rego.v1
+
+import data.vgate.lib.workload.first_for_namespace
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+taint_key := data.vgate.config.tenancy.dedicatedTaintKey
+
+tenant := first_for_namespace(data.vgate.config.tenancy.namespaceTenants).tenant
+
+tenant := "" if not first_for_namespace(data.vgate.config.tenancy.namespaceTenants)
+
+crosses_tenants(toleration) if {
+	object.get(toleration, "key", "") == ""
+	toleration.operator == "Exists"
+}
+
+crosses_tenants(toleration) if {
+	toleration.key == taint_key
+	toleration.operator == "Exists"
+}
+
+crosses_tenants(toleration) if {
+	toleration.key == taint_key
+	object.get(toleration, "operator", "Equal") == "Equal"
+	object.get(toleration, "value", "") != tenant
+}
+
+deny contains {"rule": "placement-foreign-taint-toleration", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	some toleration in object.get(template.spec, "tolerations", [])
+	crosses_tenants(toleration)
+	msg := sprintf(
+		"%s: %s tolerates %v, which admits it to nodes dedicated to other tenants (namespace %q belongs to tenant %q): tolerate only %s=%s",
+		[obj.kind, name, toleration, input.request.namespace, tenant, taint_key, tenant],
+	)
+}

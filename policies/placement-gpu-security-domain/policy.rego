@@ -1,0 +1,79 @@
+# METADATA
+# title: GPUs only from the namespace's security domain
+# description: |
+#   A pod asking for an accelerator (gpu.resources) must pin node pools (gpu.nodePoolLabel, by
+#   nodeSelector or a required node affinity) that all belong to its namespace's security
+#   domain: GPU memory and MIG slices are shared by the pods of a node pool, so a pod must not
+#   land on a pool of another domain.
+# custom:
+#   id: placement-gpu-security-domain
+#   severity: critical
+#   category: placement
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Add nodeSelector {"<nodePoolLabel>": "<a pool of your domain>"}.
+package vgate.rules.placement_gpu_security_domain
+
+import rego.v1
+
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.first_for_namespace
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.required_node_terms
+import data.vgate.lib.workload.templates
+
+gpu := data.vgate.config.gpu
+
+domain := first_for_namespace(gpu.namespaceDomains).domain
+
+domain_pools := sort([pool | some pool, pool_domain in gpu.nodePools; pool_domain == domain])
+
+requests_accelerator(spec) if {
+	some container in containers(spec)
+	some kind in ["requests", "limits"]
+	some resource in gpu.resources
+	to_number(object.get(container, ["resources", kind, resource], 0)) > 0
+}
+
+# The pools the pod may land in, if its spec limits them at all.
+pinned_pools(spec) := {spec.nodeSelector[gpu.nodePoolLabel]}
+
+pinned_pools(spec) := pools if {
+	not spec.nodeSelector[gpu.nodePoolLabel]
+	terms := required_node_terms(spec)
+	count(terms) > 0
+	every term in terms {
+		some expression in term.matchExpressions
+		expression.key == gpu.nodePoolLabel
+		expression.operator == "In"
+	}
+	pools := {value |
+		some term in terms
+		some expression in term.matchExpressions
+		expression.key == gpu.nodePoolLabel
+		some value in expression.values
+	}
+}
+
+deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	requests_accelerator(template.spec)
+	not pinned_pools(template.spec)
+	msg := sprintf(
+		"%s: %s requests accelerators %v but may land on a GPU pool of any security domain: pin one of %v with nodeSelector %s",
+		[obj.kind, name, gpu.resources, domain_pools, gpu.nodePoolLabel],
+	)
+}
+
+deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	requests_accelerator(template.spec)
+	foreign := {pool | some pool in pinned_pools(template.spec); object.get(gpu.nodePools, pool, "") != domain}
+	count(foreign) > 0
+	msg := sprintf(
+		"%s: %s requests accelerators on node pools %v outside security domain %q of namespace %q: use one of %v",
+		[obj.kind, name, sort(foreign), domain, input.request.namespace, domain_pools],
+	)
+}

@@ -1,0 +1,57 @@
+# METADATA
+# title: No unencrypted mapping of memory
+# description: |
+#   No workload may map the node's physical memory (/dev/mem, /dev/kmem, /dev/port hostPath).
+#   A sensitive workload off memory-encrypted nodes must not put data in node memory that
+#   outlives or escapes the container: memory-backed emptyDir volumes and hugepages.
+# custom:
+#   id: placement-unencrypted-memory-mapping
+#   severity: critical
+#   category: placement
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.7 data confidentiality"
+#   remediation: Remove the device mount; run sensitive workloads using memory volumes or hugepages on encrypted nodes.
+package vgate.rules.placement_unencrypted_memory_mapping
+
+import rego.v1
+
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.is_sensitive
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.memory_devices
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.runs_on_encrypted_memory
+import data.vgate.lib.workload.sensitive_label
+import data.vgate.lib.workload.templates
+
+deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	some volume in object.get(template.spec, "volumes", [])
+	volume.hostPath.path in memory_devices
+	msg := sprintf(
+		"%s: volume %s of %s maps the node's memory device %s: remove it",
+		[obj.kind, volume.name, name, volume.hostPath.path],
+	)
+}
+
+memory_uses(spec) := array.concat(
+	[sprintf("emptyDir %s (medium: Memory)", [v.name]) | some v in object.get(spec, "volumes", []); v.emptyDir.medium == "Memory"],
+	[sprintf("%s in container %s", [resource, c.name]) |
+		some c in containers(spec)
+		some resource, _ in object.union(object.get(c, ["resources", "requests"], {}), object.get(c, ["resources", "limits"], {}))
+		startswith(resource, "hugepages-")
+	],
+)
+
+deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
+	judges_new_pods
+	is_sensitive
+	some name, template in templates
+	not runs_on_encrypted_memory(template.spec)
+	uses := memory_uses(template.spec)
+	count(uses) > 0
+	msg := sprintf(
+		"%s is labelled %s and %s keeps data in unencrypted node memory (%v): run it on memory-encrypted nodes or drop them",
+		[obj.kind, sensitive_label, name, uses],
+	)
+}

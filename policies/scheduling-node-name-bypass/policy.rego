@@ -1,0 +1,29 @@
+# METADATA
+# title: No nodeName set by the submitter
+# description: |
+#   A pod created with spec.nodeName skips the scheduler, so Volcano's queues, quotas, gang
+#   scheduling and every placement rule enforced through node selection are bypassed.
+# custom:
+#   id: scheduling-node-name-bypass
+#   severity: high
+#   category: scheduling
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Remove spec.nodeName; select nodes with nodeSelector or node affinity.
+package vgate.rules.scheduling_node_name_bypass
+
+import rego.v1
+
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+deny contains {"rule": "scheduling-node-name-bypass", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	node := object.get(template.spec, "nodeName", "")
+	node != ""
+	msg := sprintf(
+		"%s: %s sets spec.nodeName %q, which bypasses the scheduler and its queue: remove nodeName and use nodeSelector or node affinity",
+		[obj.kind, name, node],
+	)
+}

@@ -1,0 +1,35 @@
+# METADATA
+# title: Priority class allowed for the queue
+# description: |
+#   A workload's priority class must be one its queue allows (allowedPriorityClasses, else the
+#   queue's own priorityClass): a batch queue must not preempt inference by naming a higher class.
+# custom:
+#   id: scheduling-priority-class-allowed
+#   severity: medium
+#   category: scheduling
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
+#   remediation: Remove priorityClassName (vgate sets the queue's) or use one the queue allows.
+package vgate.rules.scheduling_priority_class_allowed
+
+import rego.v1
+
+import data.vgate.lib.workload.is_create
+import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.obj
+
+definition := data.vgate.config.queues.definitions[named_queue]
+
+allowed := definition.allowedPriorityClasses
+
+allowed := [definition.priorityClass] if not definition.allowedPriorityClasses
+
+deny contains {"rule": "scheduling-priority-class-allowed", "msg": msg} if {
+	is_create
+	class := object.get(obj.spec, "priorityClassName", "")
+	class != ""
+	not class in allowed
+	msg := sprintf(
+		"%s in queue %q uses priority class %q; that queue allows %v: remove priorityClassName or use an allowed class",
+		[obj.kind, named_queue, class, allowed],
+	)
+}

@@ -1,0 +1,33 @@
+package vgate.rules.scheduling_priority_class_allowed_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.scheduling_priority_class_allowed as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+in_queue(queue, class) := json.patch(testing.pod({}, {"priorityClassName": class}), [{
+	"op": "add", "path": "/request/object/metadata/annotations",
+	"value": {"scheduling.volcano.sh/queue-name": queue},
+}])
+
+test_allows_a_class_in_the_allowed_list if {
+	count(denials(in_queue("training", "vgate-normal"))) == 0
+}
+
+test_denies_a_class_outside_the_allowed_list if {
+	some violation in denials(in_queue("training", "vgate-critical"))
+	contains(violation.msg, `queue "training" uses priority class "vgate-critical"`)
+}
+
+test_queue_without_list_allows_only_its_own_class if {
+	count(denials(in_queue("default", "vgate-normal"))) == 0
+	count(denials(in_queue("default", "vgate-high"))) == 1
+}
+
+test_unknown_queues_are_left_to_the_queue_rule if {
+	count(denials(in_queue("nope", "anything"))) == 0
+}

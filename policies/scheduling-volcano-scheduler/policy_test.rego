@@ -1,0 +1,28 @@
+package vgate.rules.scheduling_volcano_scheduler_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.scheduling_volcano_scheduler as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+test_denies_default_scheduler_left_in_a_volcano_namespace if {
+	some violation in denials(testing.pod({}, {"schedulerName": "default-scheduler"}))
+	contains(violation.msg, `names scheduler "default-scheduler"`)
+}
+
+test_allows_volcano if {
+	count(denials(testing.pod({}, {"schedulerName": "volcano"}))) == 0
+}
+
+test_allows_other_schedulers_outside_volcano_namespaces if {
+	count(denials(testing.pod_in("web", {}, {"schedulerName": "kube-batch"}))) == 0
+}
+
+test_denies_volcano_job_naming_another_scheduler if {
+	review := json.patch(testing.job({}, [{}]), [{"op": "add", "path": "/request/object/spec/schedulerName", "value": "yunikorn"}])
+	count(denials(review)) == 1
+}
