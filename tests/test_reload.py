@@ -63,6 +63,7 @@ def test_policy_changes_are_picked_up_and_broken_ones_refused(tmp_path, start_se
 
 def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
     server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
+    assert eventually(lambda: server.output().count(" ready: policy revision ") == 2)  # a booting worker reads files anew
     before = reloads(server, "success")
     server.process.send_signal(signal.SIGHUP)
     assert eventually(lambda: reloads(server, "success") >= before + 2), server.output()  # both workers

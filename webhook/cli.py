@@ -87,6 +87,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     def worker_app() -> object:
         live = LiveGateway(lambda: Gateway.load(config_path, policy_dir, opa_url=opa_url, opa_timeout=opa_timeout))
         live.watch(reload_interval)
+        log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
         return create_app(live)
 
     log.info("serving on https://%s with %d workers", bind, workers)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -120,24 +121,27 @@ def policy_error(exc: Exception, default_file: str) -> PolicyError:
     )
 
 
+# Each thread's compiled engines, keyed by the RegorusEngine they belong to. Module level, so a
+# regorus engine is only ever dropped by the thread that built it: a RegorusEngine replaced by a
+# reload is dropped from each thread's table by that thread, on its next evaluation.
+_thread_engines = threading.local()
+
+
 class RegorusEngine:
     """In-process evaluation: the policy set parsed once per thread that evaluates.
 
-    A regorus engine is bound to the thread that made it (using or even cloning it from another
-    thread panics), so each thread compiles its own on first use (~1 ms, once) and keeps it.
+    A regorus engine is bound to the thread that made it: using, cloning or even dropping it
+    from another thread fails. So each thread compiles its own on first use (~1 ms, once).
     """
 
     def __init__(self, policy_set: PolicySet, config_document: dict[str, Any]) -> None:
         self.revision = policy_set.revision
         self._policy_set = policy_set
         self._data = {"vgate": {"config": config_document}}
-        self._local = threading.local()
         self.evaluate("{}")  # parse now and surface evaluation-time errors (unknown functions, conflicts)
 
     def evaluate(self, input_json: str) -> PolicyResult:
-        engine = getattr(self._local, "engine", None)
-        if engine is None:
-            engine = self._local.engine = compile_engine(self._policy_set, self._data)
+        engine = self._engine_for_this_thread()
         try:
             engine.set_input_json(input_json)
             output = engine.eval_rule_as_json(f"data.{_ENTRY_PACKAGE}.result")
@@ -146,6 +150,15 @@ class RegorusEngine:
         except BaseException as exc:  # noqa: BLE001 - regorus panics raise pyo3's PanicException (a BaseException)
             raise EvaluationError(str(policy_error(exc, ENTRY_RULE))) from None
         return parse_result(json.loads(output))
+
+    def _engine_for_this_thread(self) -> Any:
+        table: dict[int, tuple[weakref.ref[RegorusEngine], Any]] = _thread_engines.__dict__.setdefault("table", {})
+        for key in [k for k, (owner, _) in table.items() if owner() is None]:
+            del table[key]  # engines of replaced policy sets, dropped by the thread that built them
+        entry = table.get(id(self))
+        if entry is None or entry[0]() is not self:
+            entry = table[id(self)] = (weakref.ref(self), compile_engine(self._policy_set, self._data))
+        return entry[1]
 
 
 def parse_result(result: Any) -> PolicyResult:

@@ -52,7 +52,8 @@ compliant_spec := {
 		"topology.kubernetes.io/zone": "zone-a",
 		"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true",
 	},
-	"containers": [{"name": "main", "image": "registry.example/app@sha256:0"}],
+	"securityContext": {"runAsNonRoot": true, "runAsUser": 1000},
+	"containers": [{"name": "main", "image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
 }
 
 review(kind, operation, namespace, object) := {

@@ -1,0 +1,34 @@
+# METADATA
+# title: Memory limit within the queue's cap
+# description: |
+#   A queue may cap the memory limit of one container (maxMemoryLimit), so one job cannot take a
+#   node's memory from the rest of its queue's gang.
+# custom:
+#   id: resources-memory-limit-cap
+#   severity: medium
+#   category: resources
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   remediation: Lower resources.limits.memory to the queue's cap, or use a queue with a larger one.
+package vgate.rules.resources_memory_limit_cap
+
+import rego.v1
+
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+cap := data.vgate.config.queues.definitions[named_queue].maxMemoryLimit
+
+deny contains {"rule": "resources-memory-limit-cap", "msg": msg} if {
+	judges_new_pods
+	some name, template in templates
+	some container in containers(template.spec)
+	limit := container.resources.limits.memory
+	units.parse_bytes(limit) > units.parse_bytes(cap)
+	msg := sprintf(
+		"%s: container %s of %s has memory limit %s, above queue %q's cap of %s: lower it or use another queue",
+		[obj.kind, container.name, name, limit, named_queue, cap],
+	)
+}

@@ -1,0 +1,35 @@
+# METADATA
+# title: Memory limits where the queue requires a QoS class
+# description: |
+#   In a queue whose qosClass is Guaranteed or Burstable every container must have a memory
+#   limit. vgate's mutation adds them; this catches workloads admitted while mutation was
+#   unavailable (its failurePolicy is Ignore), which would otherwise run unbounded.
+# custom:
+#   id: resources-memory-limits-required
+#   severity: medium
+#   category: resources
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   remediation: Set resources.limits.memory on every container (or resubmit so vgate injects it).
+package vgate.rules.resources_memory_limits_required
+
+import rego.v1
+
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.templates
+
+qos_class := data.vgate.config.queues.definitions[named_queue].qosClass
+
+deny contains {"rule": "resources-memory-limits-required", "msg": msg} if {
+	judges_new_pods
+	qos_class in {"Guaranteed", "Burstable"}
+	some name, template in templates
+	unbounded := [c.name | some c in containers(template.spec); not c.resources.limits.memory]
+	count(unbounded) > 0
+	msg := sprintf(
+		"%s: containers %v of %s have no memory limit, but queue %q runs %s workloads: set resources.limits.memory",
+		[obj.kind, unbounded, name, named_queue, qos_class],
+	)
+}

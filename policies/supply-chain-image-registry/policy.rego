@@ -1,0 +1,84 @@
+# METADATA
+# title: Images from allowed registries, pinned for sensitive workloads
+# description: |
+#   Images must come from a registry in images.allowedRegistries (when the list is set).
+#   A sensitive workload must pin every image by digest: a tag can be moved to other code.
+#   Any other workload using :latest or no tag gets a warning.
+# custom:
+#   id: supply-chain-image-registry
+#   severity: high
+#   category: supply-chain
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.4 intrusion prevention"
+#   remediation: Pull from an allowed registry; pin images as name@sha256:<digest>.
+package vgate.rules.supply_chain_image_registry
+
+import rego.v1
+
+import data.vgate.lib.workload.containers
+import data.vgate.lib.workload.image_of
+import data.vgate.lib.workload.is_sensitive
+import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.sensitive_label
+import data.vgate.lib.workload.templates
+
+registries := data.vgate.config.images.allowedRegistries
+
+pinned(image) if contains(image, "@sha256:")
+
+# The last path segment has no ":tag" (a ":" before the last "/" is a registry port).
+untagged_or_latest(image) if {
+	not pinned(image)
+	segments := split(image, "/")
+	name := segments[count(segments) - 1]
+	not contains(name, ":")
+}
+
+untagged_or_latest(image) if {
+	not pinned(image)
+	endswith(image, ":latest")
+}
+
+deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+	judges_new_pods
+	count(registries) > 0
+	some name, template in templates
+	some container in containers(template.spec)
+	image := image_of(container)
+	not startswith_any(image, registries)
+	msg := sprintf(
+		"%s: container %s of %s uses image %q from a registry not allowed: pull from one of %v",
+		[obj.kind, container.name, name, image, registries],
+	)
+}
+
+deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+	judges_new_pods
+	is_sensitive
+	some name, template in templates
+	some container in containers(template.spec)
+	image := image_of(container)
+	not pinned(image)
+	msg := sprintf(
+		"%s is labelled %s but container %s of %s uses image %q without a digest: pin it as name@sha256:<digest>",
+		[obj.kind, sensitive_label, container.name, name, image],
+	)
+}
+
+warn contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+	judges_new_pods
+	not is_sensitive
+	some name, template in templates
+	some container in containers(template.spec)
+	image := image_of(container)
+	untagged_or_latest(image)
+	msg := sprintf(
+		"%s: container %s of %s uses image %q, which floats (:latest or no tag): pin a version or digest",
+		[obj.kind, container.name, name, image],
+	)
+}
+
+startswith_any(image, prefixes) if {
+	some prefix in prefixes
+	startswith(image, prefix)
+}

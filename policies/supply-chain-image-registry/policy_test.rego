@@ -1,0 +1,45 @@
+package vgate.rules.supply_chain_image_registry_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.supply_chain_image_registry as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+warnings(review) := result if {
+	result := rule.warn with input as review with data.vgate.config as testing.config
+}
+
+running(labels, image) := testing.pod(labels, {"containers": [{"name": "app", "image": image}]})
+
+digest := "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+test_denies_registry_not_allowed if {
+	some violation in denials(running({}, "docker.io/library/nginx:1.27"))
+	contains(violation.msg, `image "docker.io/library/nginx:1.27" from a registry not allowed`)
+}
+
+test_any_registry_when_the_list_is_empty if {
+	config := json.patch(testing.config, [{"op": "replace", "path": "/images/allowedRegistries", "value": []}])
+	result := rule.deny with input as running({}, "nginx:1.27") with data.vgate.config as config
+	count(result) == 0
+}
+
+test_denies_sensitive_image_without_digest if {
+	some violation in denials(running(testing.sensitive, "registry.example.com/app:1.0"))
+	contains(violation.msg, "without a digest")
+}
+
+test_allows_sensitive_image_with_digest if {
+	count(denials(running(testing.sensitive, digest))) == 0
+}
+
+test_warns_on_latest_and_untagged_but_not_on_registry_ports if {
+	count(warnings(running({}, "registry.example.com/app:latest"))) == 1
+	count(warnings(running({}, "registry.example.com/app"))) == 1
+	count(warnings(running({}, "registry.example.com:5000/app:2.1"))) == 0
+	count(denials(running({}, "registry.example.com/app:latest"))) == 0
+}

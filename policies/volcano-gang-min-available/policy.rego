@@ -1,0 +1,44 @@
+# METADATA
+# title: A gang that can be scheduled
+# description: |
+#   A Volcano Job whose minAvailable exceeds the sum of its tasks' replicas (or a task whose
+#   minAvailable exceeds its replicas) waits forever: the gang can never be complete, and its
+#   pods hold quota in the queue while pending.
+# custom:
+#   id: volcano-gang-min-available
+#   severity: medium
+#   category: scheduling
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   remediation: Lower minAvailable to at most the total replicas, or add replicas.
+package vgate.rules.volcano_gang_min_available
+
+import rego.v1
+
+import data.vgate.lib.workload.is_create
+import data.vgate.lib.workload.is_volcano_job
+import data.vgate.lib.workload.obj
+
+tasks := object.get(obj.spec, "tasks", [])
+
+replicas := sum([object.get(task, "replicas", 0) | some task in tasks])
+
+deny contains {"rule": "volcano-gang-min-available", "msg": msg} if {
+	is_volcano_job
+	is_create
+	obj.spec.minAvailable > replicas
+	msg := sprintf(
+		"Job minAvailable %d exceeds its %d replicas in all tasks, so the gang can never start: lower minAvailable or add replicas",
+		[obj.spec.minAvailable, replicas],
+	)
+}
+
+deny contains {"rule": "volcano-gang-min-available", "msg": msg} if {
+	is_volcano_job
+	is_create
+	some task in tasks
+	task.minAvailable > object.get(task, "replicas", 0)
+	msg := sprintf(
+		"task %s minAvailable %d exceeds its %d replicas: lower minAvailable or add replicas",
+		[task.name, task.minAvailable, object.get(task, "replicas", 0)],
+	)
+}

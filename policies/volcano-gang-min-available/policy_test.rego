@@ -1,0 +1,26 @@
+package vgate.rules.volcano_gang_min_available_test
+
+import rego.v1
+
+import data.vgate.lib.testing
+import data.vgate.rules.volcano_gang_min_available as rule
+
+denials(review) := result if {
+	result := rule.deny with input as review with data.vgate.config as testing.config
+}
+
+job_with(patch) := json.patch(testing.job({}, [{}, {}]), patch)
+
+test_allows_min_available_equal_to_replicas if {
+	count(denials(job_with([{"op": "add", "path": "/request/object/spec/minAvailable", "value": 2}]))) == 0
+}
+
+test_denies_min_available_above_replicas if {
+	some violation in denials(job_with([{"op": "add", "path": "/request/object/spec/minAvailable", "value": 3}]))
+	contains(violation.msg, "minAvailable 3 exceeds its 2 replicas")
+}
+
+test_denies_task_min_available_above_its_replicas if {
+	some violation in denials(job_with([{"op": "add", "path": "/request/object/spec/tasks/0/minAvailable", "value": 2}]))
+	contains(violation.msg, "task t0 minAvailable 2 exceeds its 1 replicas")
+}
