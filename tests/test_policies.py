@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import json
 import subprocess
 from pathlib import Path
@@ -108,3 +109,29 @@ def test_generated_entry_agrees_with_main_rego_that_opa_serves(config):
         assert entry == main
         denials += bool(main["deny"])
     assert denials >= 9, "the comparison must cover denials, not only empty results"
+
+
+def rule_metadata(rule: Path) -> dict:
+    """The YAML of the leading `# METADATA` comment block of a policy file."""
+    lines = rule.read_text().splitlines()
+    assert lines[0] == "# METADATA", f"{rule}: must open with a METADATA block"
+    block = []
+    for line in lines[1:]:
+        if not line.startswith("#"):
+            break
+        block.append(line[2:] if line.startswith("# ") else line[1:])
+    return yaml.safe_load("\n".join(block))
+
+
+def test_every_rule_declares_its_catalogue_metadata():
+    rules = sorted(POLICIES.glob("*/policy.rego"))
+    assert len(rules) >= 17
+    for rule in rules:
+        metadata = rule_metadata(rule)
+        custom = metadata["custom"]
+        assert metadata["title"] and metadata["description"], rule
+        assert custom["id"] == rule.parent.name
+        assert custom["severity"] in {"critical", "high", "medium", "low"}, rule
+        assert custom["category"] and custom["remediation"], rule
+        assert re.match(r"MLPS 2\.0 \(GB/T 22239-2019\) 8\.1\.\d\.\d+ ", custom["control"]), rule
+        assert "import rego.v1" in rule.read_text(), rule

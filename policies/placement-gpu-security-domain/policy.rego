@@ -10,7 +10,7 @@
 #   severity: critical
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
-#   remediation: Add nodeSelector {"<nodePoolLabel>": "<a pool of your domain>"}.
+#   remediation: "Add nodeSelector {\"<nodePoolLabel>\": \"<a pool of your domain>\"}."
 package vgate.rules.placement_gpu_security_domain
 
 import rego.v1

@@ -9,7 +9,7 @@
 #   severity: high
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
-#   remediation: Add nodeSelector {"<zoneLabel>": "<zone>"} to every pod template.
+#   remediation: "Add nodeSelector {\"<zoneLabel>\": \"<zone>\"} to every pod template."
 package vgate.rules.placement_single_zone
 
 import rego.v1
