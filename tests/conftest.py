@@ -75,12 +75,13 @@ class Server:
     """A `vgate serve` process (gunicorn, TLS) on a free loopback port."""
 
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
-                 workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = ()) -> None:
+                 workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = (),
+                 audit_dir: Path | None = None) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
         self.ca = workdir / "certs" / "ca.crt"
-        self.audit_dir = workdir / "audit"
+        self.audit_dir = audit_dir or workdir / "audit"
         config_path = self.config_path = workdir / "vgate.yaml"
         workdir.mkdir(parents=True, exist_ok=True)
         text = config_text if config_text is not None else DEFAULT_CONFIG_PATH.read_text()

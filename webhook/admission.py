@@ -28,6 +28,7 @@ class AdmissionRequest:
     group: str
     version: str
     kind: str
+    resource: str
     namespace: str
     name: str
     operation: str
@@ -97,6 +98,7 @@ def decode_review(body: bytes, max_depth: int) -> AdmissionRequest:
         group=str(kind.get("group") or ""),
         version=kind["version"],
         kind=kind["kind"],
+        resource=str((request.get("resource") or {}).get("resource") or "") if isinstance(request.get("resource"), dict) else "",
         namespace=_text(request.get("namespace")) or _text((obj or old or {}).get("metadata", {}).get("namespace")),
         name=_text(request.get("name")) or _text((obj or old or {}).get("metadata", {}).get("name")),
         operation=operation,

@@ -1,52 +1,186 @@
-"""The decision log: one JSON line per admission decision, appended before the answer is sent.
+"""The decision log: every admission decision, durable before the answer leaves, hash-chained.
 
-Each process appends to its own hourly segment (``decisions-<replica>-<pid>-<YYYYMMDDTHH>.jsonl``,
-mode 0600) with one ``write(2)`` per record on an O_APPEND descriptor, so records never
-interleave and a crash can tear at most the last line.
+Each writer (one gunicorn worker of one replica) appends JSON Lines to its own hourly segment,
+``decisions-<replica>-<pid>-<YYYYMMDDTHH>.jsonl`` (mode 0600). Every record carries ``prev``, the
+sha256 of the previous record's line; a segment's first record links the writer's previous
+segment (or 64 zeros for a new writer), so a changed, removed or inserted line breaks the chain.
+
+Durability is group-committed: request threads hand their record to one writer thread and wait;
+it writes whatever has queued in one ``write(2)`` and one ``fsync``, then releases them all. A
+failed write is truncated away so the segment never keeps a partial line, and every waiter gets
+an AuditError; a crash can still leave a torn last line, which ``vgate audit verify`` reports.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import socket
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .errors import VgateError
+
+GENESIS = "0" * 64
+SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")
+_WAIT_SECONDS = 10.0
+
+
+class AuditError(VgateError):
+    """A decision could not be made durable."""
+
+
+@dataclass
+class _Pending:
+    entry: dict[str, Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    error: str | None = None
+
 
 class DecisionLog:
-    """Append-only, hourly-rotated JSON Lines writer, safe to share between threads."""
+    """Append-only, hash-chained, group-committed JSON Lines writer for one process."""
 
     def __init__(self, directory: str | Path, replica: str | None = None) -> None:
         self.directory = Path(directory)
         self.replica = replica or os.environ.get("VGATE_REPLICA") or socket.gethostname()
-        self._lock = threading.Lock()
-        self._hour: str | None = None
+        self._queue: list[_Pending] = []
+        self._wakeup = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
         self._fd: int | None = None
+        self._hour: str | None = None
+        self._prev = GENESIS
+
+    @property
+    def writer(self) -> str:
+        return f"{self.replica}-{os.getpid()}"
 
     def record(self, entry: dict[str, Any]) -> None:
-        """Stamp ``entry`` with time and replica and append it; raises OSError if it cannot."""
-        now = datetime.now(timezone.utc)
-        line = orjson.dumps({"time": now.isoformat(timespec="microseconds"), "replica": self.replica, **entry},
-                            option=orjson.OPT_APPEND_NEWLINE)
-        with self._lock:
-            fd = self._segment(now.strftime("%Y%m%dT%H"))
-            os.write(fd, line)
+        """Append ``entry`` (stamped with time and replica) and return once it is on disk."""
+        pending = _Pending({"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                            "replica": self.replica, **entry})
+        with self._wakeup:
+            self._ensure_writer()
+            self._queue.append(pending)
+            self._wakeup.notify()
+        if not pending.done.wait(_WAIT_SECONDS):
+            raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s")
+        if pending.error:
+            raise AuditError(pending.error)
+
+    def _ensure_writer(self) -> None:
+        """Start the writer thread in this process (a forked worker does not inherit threads)."""
+        if self._thread is None or self._pid != os.getpid():
+            self._pid, self._fd, self._hour = os.getpid(), None, None
+            self._thread = threading.Thread(target=self._write_loop, name="vgate-decision-log", daemon=True)
+            self._thread.start()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._wakeup:
+                while not self._queue:
+                    self._wakeup.wait()
+                batch, self._queue = self._queue, []
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            fd = self._segment(datetime.now(timezone.utc).strftime("%Y%m%dT%H"))
+            start = os.lseek(fd, 0, os.SEEK_END)
+            prev, lines = self._prev, []
+            for pending in batch:
+                line = orjson.dumps({**pending.entry, "prev": prev})
+                prev = hashlib.sha256(line).hexdigest()
+                lines.append(line)
+            try:
+                os.write(fd, b"\n".join(lines) + b"\n")
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, start)  # never leave a partial line behind a failed write
+                raise
+            self._prev = prev
+        except OSError as exc:
+            for pending in batch:
+                pending.error = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
+        for pending in batch:
+            pending.done.set()
 
     def _segment(self, hour: str) -> int:
         if self._fd is not None and self._hour == hour:
             return self._fd
-        self.close()
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"decisions-{self.replica}-{os.getpid()}-{hour}.jsonl"
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._hour = hour
-        return self._fd
-
-    def close(self) -> None:
+        path = self.directory / f"decisions-{self.writer}-{hour}.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         if self._fd is not None:
             os.close(self._fd)
-            self._fd = None
+        self._fd, self._hour = fd, hour
+        return fd
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in the decision log: where, and what."""
+
+    file: str
+    line: int | None
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.problem}" if self.line else f"{self.file}: {self.problem}"
+
+
+def segments(directory: str | Path, first_hour: str | None = None, last_hour: str | None = None) -> Iterator[Path]:
+    """Segment files in ``directory``, ordered by writer then hour, within the hours given."""
+    found = []
+    for path in Path(directory).glob("decisions-*.jsonl"):
+        match = SEGMENT.match(path.name)
+        if match and (first_hour is None or match["hour"] >= first_hour) and (last_hour is None or match["hour"] <= last_hour):
+            found.append((match["writer"], match["hour"], path))
+    yield from (path for _, _, path in sorted(found))
+
+
+def verify_segments(directory: str | Path, first_hour: str | None = None,
+                    last_hour: str | None = None) -> tuple[int, list[Finding]]:
+    """Check every record's chain link; return how many records were good and every finding."""
+    findings: list[Finding] = []
+    good = 0
+    last_hash: dict[str, str] = {}
+    for path in segments(directory, first_hour, last_hour):
+        writer = SEGMENT.match(path.name)["writer"]
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        tail = lines.pop()  # after the last newline: empty, unless the last write was cut off
+        torn = tail or None
+        if not data:
+            findings.append(Finding(str(path), None, "empty segment"))
+        expected = last_hash.get(writer, GENESIS)
+        first = True
+        for number, line in enumerate(lines, 1):
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                findings.append(Finding(str(path), number, "not a JSON record"))
+                expected = hashlib.sha256(line).hexdigest()
+                continue
+            prev = record.get("prev") if isinstance(record, dict) else None
+            chain_start = first and writer not in last_hash and (prev == GENESIS or first_hour is not None)
+            if prev != expected and not chain_start:
+                what = "first record does not link the previous segment" if first else "chain broken"
+                findings.append(Finding(str(path), number, f"{what}: prev is {prev}, expected {expected}"
+                                        " (a record was changed, removed or inserted before this line)"))
+            else:
+                good += 1
+            expected = hashlib.sha256(line).hexdigest()
+            first = False
+        if torn is not None:
+            findings.append(Finding(str(path), len(lines) + 1, f"torn last record ({len(torn)} bytes, no newline): "
+                                    "a write was cut off (crash or full disk)"))
+        last_hash[writer] = expected
+    return good, findings

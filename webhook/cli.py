@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -163,6 +164,46 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     else:
         click.echo("\n\n".join(v.as_text() for v in verdicts))
     sys.exit(0 if all(v.allowed for v in verdicts) else 1)
+
+
+@main.group()
+def audit() -> None:
+    """Check the decision log."""
+
+
+def _hour(value: str | None) -> str | None:
+    """`2026-12-02T10` (the CLI's form) -> `20261202T10` (the segment names' form)."""
+    if value is None:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H").strftime("%Y%m%dT%H")
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an hour like 2026-12-02T10") from None
+
+
+@audit.command("verify")
+@click.option("--dir", "directory", type=click.Path(file_okay=False),
+              help="Decision log directory. Default: audit.dir of the config.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--from", "first", help="First hour to check, e.g. 2026-12-02T10 (UTC).")
+@click.option("--to", "last", help="Last hour to check, inclusive.")
+def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None) -> None:
+    """Check every decision log segment's hash chain; print each problem as file:line and exit 1."""
+    from .audit import verify_segments
+    from .config import load_config
+
+    if directory is None:
+        try:
+            directory = load_config(config_path).document["audit"]["dir"]
+        except SourceError as error:
+            raise click.ClickException(str(error)) from None
+    if not Path(directory).is_dir():
+        raise click.ClickException(f"{directory}: no decision log directory")
+    good, findings = verify_segments(directory, _hour(first), _hour(last))
+    for finding in findings:
+        click.echo(str(finding))
+    click.echo(f"{good} records verified, {len(findings)} problems")
+    sys.exit(1 if findings else 0)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .admission import AdmissionRequest, Decision, decode_review, encode_response
-from .audit import DecisionLog
+from .audit import AuditError, DecisionLog
 from .config import Config, load_config
 from .engine import PolicyEngine, RegorusEngine, load_policy_set
 from .errors import RequestError
@@ -92,8 +92,13 @@ class Gateway:
             ERRORS.labels("validate", "evaluation").inc()
         for outcome in result.outcomes:
             VIOLATIONS.labels(outcome.rule, outcome.action).inc()
-        self._finish("validate", request, result.decision, _outcome(result), started,
-                     error=result.error, exempt=result.exempt, rules=_rule_results(result))
+        recorded = self._finish("validate", request, result.decision, _outcome(result), started,
+                                error=result.error, exempt=result.exempt, rules=_rule_results(result))
+        if not recorded and self.config.document["audit"]["failureMode"] == "deny":
+            return encode_response(request, Decision(
+                allowed=False, code=500, audit_annotations={"audit-error": "decision log unavailable"},
+                message="vgate could not record this decision in its decision log, and nothing is admitted "
+                        "unrecorded (audit.failureMode deny): see the vgate log"))
         return encode_response(request, result.decision)
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
@@ -111,27 +116,31 @@ class Gateway:
             raise
 
     def _finish(self, endpoint: str, request: AdmissionRequest, decision: Decision, outcome: str,
-                started: float, **details: Any) -> None:
+                started: float, **details: Any) -> bool:
         elapsed = time.perf_counter() - started
         LATENCY.labels(endpoint).observe(elapsed)
         REQUESTS.labels(endpoint, request.kind, request.operation, outcome, str(request.dry_run).lower()).inc()
-        self._write({
+        return self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
+            "resource": request.resource,
             "namespace": request.namespace, "name": request.name, "dryRun": request.dry_run,
             "decision": outcome, "allowed": decision.allowed, "message": decision.message or None,
             "policyRevision": self.revision, "latencyMs": round(elapsed * 1000, 3),
             **{k: v for k, v in details.items() if v},
         })
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, entry: dict[str, Any]) -> bool:
+        """Record one decision durably; False (logged and counted) if it could not be."""
         if self.decisions is None:
-            return
+            return True
         try:
             self.decisions.record(entry)
-        except OSError as exc:
-            log.error("decision log write failed: %s", exc)
+        except AuditError as exc:
+            log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
             ERRORS.labels(entry["endpoint"], "audit").inc()
+            return False
+        return True
 
 
 def _outcome(result: Validation) -> str:

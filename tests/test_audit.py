@@ -1,0 +1,98 @@
+"""The decision log: durable, hash-chained, and every alteration found by `vgate audit verify`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+
+from conftest import VGATE, pod, review
+from webhook.audit import GENESIS, DecisionLog, verify_segments
+
+
+def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
+    log = DecisionLog(directory, replica="unit")
+
+    def work(offset: int) -> None:
+        for i in range(count // threads):
+            log.record({"endpoint": "validate", "uid": f"u{offset}-{i}", "decision": "allowed"})
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    [segment] = directory.glob("decisions-*.jsonl")
+    return segment
+
+
+def vgate_verify(directory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, "audit", "verify", "--dir", str(directory)], capture_output=True, text=True, timeout=60)
+
+
+def test_records_from_many_threads_form_one_intact_chain(tmp_path):
+    segment = write_records(tmp_path)
+    lines = segment.read_text().splitlines()
+    assert len(lines) == 30 and segment.stat().st_mode & 0o777 == 0o600
+    assert json.loads(lines[0])["prev"] == GENESIS
+    assert len({json.loads(line)["uid"] for line in lines}) == 30
+    assert verify_segments(tmp_path) == (30, [])
+    result = vgate_verify(tmp_path)
+    assert result.returncode == 0 and "30 records verified, 0 problems" in result.stdout
+
+
+def test_a_changed_record_is_found(tmp_path):
+    segment = write_records(tmp_path)
+    lines = segment.read_text().splitlines()
+    lines[9] = lines[9].replace('"decision":"allowed"', '"decision":"denied"')
+    segment.write_text("\n".join(lines) + "\n")
+    result = vgate_verify(tmp_path)
+    assert result.returncode == 1
+    assert f"{segment}:11: chain broken" in result.stdout
+
+
+def test_a_deleted_record_is_found(tmp_path):
+    segment = write_records(tmp_path)
+    lines = segment.read_text().splitlines()
+    del lines[4]
+    segment.write_text("\n".join(lines) + "\n")
+    _, findings = verify_segments(tmp_path)
+    assert [(f.line, f.problem.split(":")[0]) for f in findings] == [(5, "chain broken")]
+
+
+def test_a_truncated_segment_reports_the_torn_record(tmp_path):
+    segment = write_records(tmp_path)
+    data = segment.read_bytes()
+    segment.write_bytes(data[:-25])  # what a crash in the middle of a write leaves
+    result = vgate_verify(tmp_path)
+    assert result.returncode == 1
+    assert f"{segment}:30: torn last record" in result.stdout
+    assert "29 records verified, 1 problems" in result.stdout
+
+
+def test_bad_hours_are_a_usage_error(tmp_path):
+    result = subprocess.run([*VGATE, "audit", "verify", "--dir", str(tmp_path), "--from", "yesterday"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "is not an hour like 2026-12-02T10" in result.stderr
+
+
+def test_server_log_verifies_and_unwritable_log_denies(tmp_path, server, start_server):
+    server.post("/validate", review(pod(), uid="chain-1"))
+    assert vgate_verify(server.audit_dir).returncode == 0
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the decision log directory should be")
+    broken = start_server(workers=1, audit_dir=blocked)
+    response = broken.post("/validate", review(pod(), uid="unrecorded")).json()["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 500
+    assert "nothing is admitted unrecorded" in response["status"]["message"]
+    assert "decision log write failed, validate unrecorded is unrecorded" in broken.output()
+    metrics = broken.session.get(broken.url + "/metrics").text
+    assert 'vgate_errors_total{endpoint="validate",reason="audit"} 1.0' in metrics
+
+
+def test_dry_runs_are_recorded_as_such(server):
+    sent = review(pod(namespace="ml-training"), uid="dry-1", dry_run=True)
+    server.post("/validate", sent)
+    record = next(r for r in server.decisions() if r.get("uid") == "dry-1")
+    assert record["dryRun"] is True and record["resource"] == "pods" and len(record["prev"]) == 64
