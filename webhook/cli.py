@@ -166,6 +166,32 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     sys.exit(0 if all(v.allowed for v in verdicts) else 1)
 
 
+@main.command()
+@click.option("--hour", "hour_text", required=True, help="The closed UTC hour to report, e.g. 2026-12-02T10.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
+              help="Policies whose METADATA maps rules to severities and MLPS controls.")
+def report(hour_text: str, config_path: str | None, policy_dir: str) -> None:
+    """Write (or rebuild) the signed compliance report of one hour under reports/YYYY/MM/DD/HH/."""
+    from .config import load_config
+    from .report_keys import ensure_key, public_key_path
+    from .reports import build_report, parse_hour
+
+    try:
+        hour = parse_hour(hour_text)
+    except ValueError:
+        raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
+    try:
+        document = load_config(config_path).document
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    key = document["reports"]["key"]
+    if ensure_key(key):
+        click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
+    out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key)
+    click.echo(str(out))
+
+
 @main.group()
 def audit() -> None:
     """Check the decision log."""
@@ -187,19 +213,31 @@ def _hour(value: str | None) -> str | None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--from", "first", help="First hour to check, e.g. 2026-12-02T10 (UTC).")
 @click.option("--to", "last", help="Last hour to check, inclusive.")
-def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None) -> None:
-    """Check every decision log segment's hash chain; print each problem as file:line and exit 1."""
+@click.option("--reports", type=click.Path(file_okay=False), help="Reports directory. Default: reports.dir of the config.")
+def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
+                 reports: str | None) -> None:
+    """Check the decision log's hash chains and every report's checksums, signature and chain link.
+
+    Prints each problem as file[:line]: what, and exits 1 if there is any.
+    """
     from .audit import verify_segments
     from .config import load_config
+    from .report_keys import public_key_path
+    from .reports import parse_hour, verify_reports
 
-    if directory is None:
-        try:
-            directory = load_config(config_path).document["audit"]["dir"]
-        except SourceError as error:
-            raise click.ClickException(str(error)) from None
+    try:
+        document = load_config(config_path).document
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    directory = directory or document["audit"]["dir"]
     if not Path(directory).is_dir():
         raise click.ClickException(f"{directory}: no decision log directory")
     good, findings = verify_segments(directory, _hour(first), _hour(last))
+    reports_dir, public_key = Path(reports or document["reports"]["dir"]), public_key_path(document["reports"]["key"])
+    if reports_dir.is_dir() and any(reports_dir.glob("*/*/*/*/SHA256SUMS")):
+        if not public_key.is_file():
+            raise click.ClickException(f"{public_key}: the report public key is needed to check signatures")
+        findings += verify_reports(reports_dir, public_key, first and parse_hour(first), last and parse_hour(last))
     for finding in findings:
         click.echo(str(finding))
     click.echo(f"{good} records verified, {len(findings)} problems")

@@ -1,0 +1,156 @@
+"""Hourly reports: built from real decisions, valid for report tooling, signed, chained, checked."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from conftest import CORPUS, POLICIES, VGATE, pod, review
+from webhook.report_keys import ensure_key, public_key_path
+from webhook.reports import build_report, hour_directory, verify_reports
+
+
+def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:
+    crd = yaml.safe_load((CORPUS / "report-crds" / filename).read_text())
+    schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+    return jsonschema.Draft4Validator(schema)
+
+
+def vgate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    key = tmp_path / "keys" / "report.key"
+    ensure_key(key)
+    return tmp_path / "reports", key
+
+
+def current_hour() -> datetime:
+    return datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
+    server.post("/validate", review(pod(namespace="ml-training", nodeName="n1"), uid="report-denied"))
+    server.post("/mutate", review(pod(namespace="ml-training"), uid="report-mutated", dry_run=True))
+    server.post("/validate", "{broken")
+    records = server.decisions()
+    hour = datetime.fromisoformat(records[-1]["time"]).replace(minute=0, second=0, microsecond=0)
+    tag = hour.strftime("%Y%m%dT%H")
+    in_hour = [r for r in records if r["time"].startswith(hour.strftime("%Y-%m-%dT%H"))]
+    config = tmp_path / "vgate.yaml"
+    document = yaml.safe_load(server.config_path.read_text())
+    document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")}
+    config.write_text(yaml.safe_dump(document))
+    result = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--policies", str(POLICIES))
+    assert result.returncode == 0, result.stderr
+    assert "created report key" in result.stderr
+    out = Path(result.stdout.strip())
+    assert out == tmp_path / "reports" / hour.strftime("%Y/%m/%d/%H")
+    report = json.loads((out / "report.json").read_text())
+    assert report["totals"]["decisions"] == len(in_hour)
+    assert sum(report["totals"]["byDecision"].values()) == len(in_hour)
+    assert report["totals"]["dryRuns"] == sum(1 for r in in_hour if r.get("dryRun"))
+    denied = next(d for d in report["denials"] if d["uid"] == "report-denied")
+    assert "scheduling-node-name-bypass" in [r["id"] for r in denied["rules"]]
+    node_name = next(r for r in report["perRule"] if r["id"] == "scheduling-node-name-bypass")
+    assert node_name["deny"] >= 1 and node_name["control"].startswith("MLPS 2.0 (GB/T 22239-2019) 8.1.4.2")
+    assert any(c["control"].endswith("8.1.4.3 security audit") for c in report["controls"])
+    assert all(segment.endswith(f"{tag}.jsonl") for segment in report["segments"])
+    rows = list(csv.DictReader((out / "report.csv").open()))
+    assert len(rows) == len(in_hour) and {r["uid"] for r in rows} >= {"report-denied", "report-mutated"}
+    crd_validator("openreports.io_clusterreports.yaml", "v1alpha1").validate(yaml.safe_load((out / "clusterreport.yaml").read_text()))
+    crd_validator("wgpolicyk8s.io_clusterpolicyreports.yaml", "v1alpha2").validate(
+        yaml.safe_load((out / "clusterpolicyreport.yaml").read_text()))
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "8.1.4.3 security audit" in html and "<code>scheduling-node-name-bypass</code> " in html
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
+    for line in (out / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ")
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    verified = vgate("audit", "verify", "--config", str(config), "--from", hour.strftime("%Y-%m-%dT%H"))
+    assert verified.returncode == 0, verified.stdout
+
+
+def test_an_hour_without_traffic_still_gets_a_report(tmp_path, setup):
+    reports, key = setup
+    out = build_report(current_hour() - timedelta(hours=30), tmp_path / "no-audit", reports, POLICIES, key)
+    report = json.loads((out / "report.json").read_text())
+    assert report["traffic"] is False and report["summary"] == "no admission requests reached vgate in this hour"
+    assert report["denials"] == [] and report["totals"]["decisions"] == 0
+    assert not report["integrity"]["ok"]  # and says there is no predecessor, rather than hiding it
+    assert "no report for the previous hour" in report["integrity"]["findings"][0]
+
+
+def chain(tmp_path, setup, hours: int = 3) -> tuple[Path, Path, list[datetime]]:
+    reports, key = setup
+    first = current_hour() - timedelta(hours=10)
+    made = [first + timedelta(hours=n) for n in range(hours)]
+    for hour in made:
+        build_report(hour, tmp_path / "no-audit", reports, POLICIES, key)
+    return reports, key, made
+
+
+def test_reports_chain_to_their_predecessor_and_verify(tmp_path, setup):
+    reports, key, hours = chain(tmp_path, setup)
+    second = json.loads((hour_directory(reports, hours[1]) / "report.json").read_text())
+    first_sums = (hour_directory(reports, hours[0]) / "SHA256SUMS").read_bytes()
+    assert second["previousReport"]["sha256sumsDigest"] == hashlib.sha256(first_sums).hexdigest()
+    assert verify_reports(reports, public_key_path(key)) == []
+
+
+def test_a_swapped_report_file_is_found(tmp_path, setup):
+    reports, key, hours = chain(tmp_path, setup)
+    victim = hour_directory(reports, hours[1])
+    (victim / "report.json").write_bytes((hour_directory(reports, hours[0]) / "report.json").read_bytes())
+    problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
+    assert f"{victim}/report.json: checksum does not match SHA256SUMS line 1: the file was changed" in problems
+
+
+def test_a_forged_signature_is_found(tmp_path, setup):
+    reports, key, hours = chain(tmp_path, setup)
+    victim = hour_directory(reports, hours[2])
+    sums = victim / "SHA256SUMS"
+    other = tmp_path / "other.key"
+    ensure_key(other)
+    from webhook.report_keys import load_private_key, sign
+
+    (victim / "SHA256SUMS.sig").write_bytes(sign(load_private_key(other), sums.read_bytes()))
+    problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
+    assert problems == [f"{victim}/SHA256SUMS.sig: signature does not verify with the report public key"]
+
+
+def test_a_replaced_predecessor_and_a_missing_hour_are_found(tmp_path, setup):
+    reports, key, hours = chain(tmp_path, setup, hours=4)
+    build_report(hours[0], tmp_path / "no-audit", reports, POLICIES, key)  # rebuilt: hours[1] links the old one
+    for name in ("SHA256SUMS", "SHA256SUMS.sig", "report.json", "report.csv", "report.html", "clusterreport.yaml",
+                 "clusterpolicyreport.yaml"):
+        (hour_directory(reports, hours[2]) / name).unlink()
+    problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
+    assert any("previousReport digest does not match the report of" in p for p in problems)
+    assert f"{hour_directory(reports, hours[2])}: no report for hour {hours[2]:%Y-%m-%dT%H}" in problems
+
+
+def test_two_replicas_sharing_volumes_get_one_merged_report(tmp_path, setup, start_server):
+    reports, key = setup
+    shared = tmp_path / "shared-audit"
+    first, second = start_server(workers=1, audit_dir=shared), start_server(workers=1, audit_dir=shared)
+    for n in range(3):
+        first.post("/validate", review(pod(), uid=f"a{n}"))
+        second.post("/validate", review(pod(), uid=f"b{n}"))
+    hour = current_hour()
+    out = build_report(hour, shared, reports, POLICIES, key)
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["segments"]) == 2
+    assert report["totals"]["decisions"] >= 6
+    uids = {row["uid"] for row in csv.DictReader((out / "report.csv").open())}
+    assert {f"a{n}" for n in range(3)} | {f"b{n}" for n in range(3)} <= uids

@@ -1,0 +1,60 @@
+"""The report key: an Ed25519 pair that signs each hour's SHA256SUMS, kept apart from TLS.
+
+The private key (PKCS#8 PEM, mode 0600) stays with whatever writes reports; auditors get the
+public key (``<key>.pub``) and check signatures with ``vgate audit verify`` or plain openssl.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+
+def public_key_path(private_key_path: str | Path) -> Path:
+    return Path(f"{private_key_path}.pub")
+
+
+def ensure_key(path: str | Path) -> bool:
+    """Create the key pair at ``path`` if there is none; True when one was created."""
+    path = Path(path)
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Ed25519PrivateKey.generate()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    public_key_path(path).write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                    serialization.PublicFormat.SubjectPublicKeyInfo))
+    return True
+
+
+def load_private_key(path: str | Path) -> Ed25519PrivateKey:
+    key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path}: not an Ed25519 private key")
+    return key
+
+
+def load_public_key(path: str | Path) -> Ed25519PublicKey:
+    key = serialization.load_pem_public_key(Path(path).read_bytes())
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError(f"{path}: not an Ed25519 public key")
+    return key
+
+
+def sign(key: Ed25519PrivateKey, data: bytes) -> bytes:
+    return key.sign(data)
+
+
+def signature_valid(key: Ed25519PublicKey, data: bytes, signature: bytes) -> bool:
+    try:
+        key.verify(signature, data)
+    except InvalidSignature:
+        return False
+    return True
