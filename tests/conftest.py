@@ -76,7 +76,7 @@ class Server:
 
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
                  workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = (),
-                 audit_dir: Path | None = None) -> None:
+                 audit_dir: Path | None = None, hourly_reports: bool = False) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
@@ -95,7 +95,8 @@ class Server:
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.process = subprocess.Popen(
             [*VGATE, "serve", "--config", str(config_path), "--policies", str(policies),
-             "--certs", str(workdir / "certs"), "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), *extra_args],
+             "--certs", str(workdir / "certs"), "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), *extra_args,
+             "--hourly-reports" if hourly_reports else "--no-hourly-reports"],
             cwd=workdir, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.session = requests.Session()
         self.session.verify = str(self.ca)

@@ -56,10 +56,13 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--opa-url", help="Evaluate on this OPA server (Data API) instead of in process, e.g. http://127.0.0.1:8181.")
 @click.option("--opa-timeout", default=2.0, show_default=True, type=click.FloatRange(0.05, 30),
               help="Seconds to wait for OPA; keep it below the webhook's timeoutSeconds.")
+@click.option("--hourly-reports/--no-hourly-reports", default=True, show_default=True,
+              help="Write each closed hour's compliance report from the server (one replica wins each hour).")
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          access_log: bool, opa_url: str | None, opa_timeout: float, reload_interval: float) -> None:
+          access_log: bool, opa_url: str | None, opa_timeout: float, hourly_reports: bool,
+          reload_interval: float) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
@@ -71,6 +74,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     from .app import create_app
     from .gateway import Gateway
     from .reload import RELOAD_TOKEN_ENV, LiveGateway
+    from .scheduler import ReportScheduler
     from .server import ServeOptions, VgateServer
 
     try:
@@ -88,6 +92,8 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     def worker_app() -> object:
         live = LiveGateway(lambda: Gateway.load(config_path, policy_dir, opa_url=opa_url, opa_timeout=opa_timeout))
         live.watch(reload_interval)
+        if hourly_reports:
+            ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
         log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
         return create_app(live)
 

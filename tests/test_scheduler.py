@@ -1,0 +1,87 @@
+"""The in-server report scheduler: one report per hour across replicas, and safe pruning."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from conftest import POLICIES
+from webhook.config import load_config
+from webhook.report_keys import ensure_key, public_key_path
+from webhook.reports import hour_directory
+from webhook.scheduler import LOOKBACK_HOURS, ReportScheduler, prune
+
+
+def settings(tmp_path: Path) -> dict:
+    document = load_config().document
+    return {**document, "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
+            "reports": {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"), "retentionDays": 180}}
+
+
+def test_racing_replicas_write_each_hour_once(tmp_path):
+    document = settings(tmp_path)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    results: list[list[Path]] = []
+    replicas = [ReportScheduler(lambda: document, lambda: POLICIES) for _ in range(3)]
+    threads = [threading.Thread(target=lambda s=s: results.append(s.tick(now))) for s in replicas]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    written = [path for result in results for path in result]
+    assert len(written) == len(set(written)) == LOOKBACK_HOURS
+    assert hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc)) in written
+    assert not list((tmp_path / "reports").rglob(".lock"))
+    assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []  # nothing left to write
+
+
+def test_a_stale_lock_is_taken_over(tmp_path):
+    document = settings(tmp_path)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    directory = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
+    directory.mkdir(parents=True)
+    (directory / ".lock").write_text("dead-replica 1\n")
+    old = time.time() - 3600
+    os.utime(directory / ".lock", (old, old))
+    assert directory in ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+
+
+def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
+    document = settings(tmp_path)
+    audit, reports, key = tmp_path / "audit", tmp_path / "reports", Path(document["reports"]["key"])
+    ensure_key(key)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    old_hours = [now - timedelta(days=200, hours=n) for n in (1, 2, 3)]
+    audit.mkdir()
+    for hour in old_hours:
+        (audit / f"decisions-r-1-{hour:%Y%m%dT%H}.jsonl").write_text("")
+    recent = audit / f"decisions-r-1-{now - timedelta(days=1):%Y%m%dT%H}.jsonl"
+    recent.write_text("")
+    from webhook.reports import build_report
+
+    for hour in old_hours[:2]:
+        build_report(hour.replace(minute=0), audit, reports, POLICIES, key)
+    tampered = hour_directory(reports, old_hours[1].replace(minute=0)) / "report.csv"
+    tampered.write_text("edited\n")
+    removed = prune(audit, reports, 180, public_key_path(key), now)
+    assert [p.name for p in removed] == [f"decisions-r-1-{old_hours[0]:%Y%m%dT%H}.jsonl"]
+    remaining = sorted(p.name for p in audit.iterdir())
+    assert f"decisions-r-1-{old_hours[1]:%Y%m%dT%H}.jsonl" in remaining  # its report no longer verifies
+    assert f"decisions-r-1-{old_hours[2]:%Y%m%dT%H}.jsonl" in remaining  # it has no report
+    assert recent.name in remaining
+
+
+def test_a_running_server_reports_the_previous_hour(start_server):
+    server = start_server(workers=1, hourly_reports=True)
+    previous = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    if datetime.now(timezone.utc).minute == 0:
+        previous -= timedelta(hours=1)  # inside the grace minute the hour before is the last closed one
+    target = hour_directory(server.workdir / "reports", previous) / "SHA256SUMS.sig"
+    deadline = time.monotonic() + 60
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert target.exists(), server.output()
+    assert "wrote the compliance report of" in server.output()
