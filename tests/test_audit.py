@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from conftest import VGATE, pod, review
@@ -96,3 +97,46 @@ def test_dry_runs_are_recorded_as_such(server):
     server.post("/validate", sent)
     record = next(r for r in server.decisions() if r.get("uid") == "dry-1")
     assert record["dryRun"] is True and record["resource"] == "pods" and len(record["prev"]) == 64
+
+
+def test_kill_9_loses_no_answered_decision(tmp_path, start_server):
+    """Responses are sent only after their record is on disk: a SIGKILL mid-traffic loses none."""
+    import os
+    import signal
+
+    import requests
+
+    server = start_server(workers=1)
+    answered: list[str] = []
+    stop = threading.Event()
+
+    def traffic() -> None:
+        n = 0
+        while not stop.is_set():
+            uid = f"kill-{n}"
+            try:
+                response = server.session.post(server.url + "/validate", data=json.dumps(review(pod(), uid=uid)),
+                                               timeout=5)
+            except requests.RequestException:
+                return
+            if response.status_code == 200:
+                answered.append(uid)
+            n += 1
+
+    client = threading.Thread(target=traffic)
+    client.start()
+    deadline = time.monotonic() + 10
+    while len(answered) < 50 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker_pids = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True).stdout.split()
+    os.kill(server.process.pid, signal.SIGKILL)
+    for pid in worker_pids:
+        os.kill(int(pid), signal.SIGKILL)
+    stop.set()
+    client.join()
+    recorded = {r.get("uid") for r in server.decisions_tolerant()}
+    assert len(answered) >= 50
+    assert set(answered) <= recorded, "an answered decision is missing from the log"
+    good, findings = verify_segments(server.audit_dir)
+    assert good >= len(answered)
+    assert all("torn last record" in f.problem for f in findings), findings

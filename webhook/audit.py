@@ -154,33 +154,32 @@ def verify_segments(directory: str | Path, first_hour: str | None = None,
     last_hash: dict[str, str] = {}
     for path in segments(directory, first_hour, last_hour):
         writer = SEGMENT.match(path.name)["writer"]
-        data = path.read_bytes()
-        lines = data.split(b"\n")
-        tail = lines.pop()  # after the last newline: empty, unless the last write was cut off
-        torn = tail or None
-        if not data:
-            findings.append(Finding(str(path), None, "empty segment"))
         expected = last_hash.get(writer, GENESIS)
-        first = True
-        for number, line in enumerate(lines, 1):
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                findings.append(Finding(str(path), number, "not a JSON record"))
+        number = 0
+        with open(path, "rb") as segment:  # streamed: a segment can be hundreds of MiB
+            for raw in segment:
+                number += 1
+                if not raw.endswith(b"\n"):
+                    findings.append(Finding(str(path), number, f"torn last record ({len(raw)} bytes, no newline): "
+                                            "a write was cut off (crash or full disk)"))
+                    break
+                line = raw[:-1]
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    findings.append(Finding(str(path), number, "not a JSON record"))
+                    expected = hashlib.sha256(line).hexdigest()
+                    continue
+                prev = record.get("prev") if isinstance(record, dict) else None
+                chain_start = number == 1 and writer not in last_hash and (prev == GENESIS or first_hour is not None)
+                if prev != expected and not chain_start:
+                    what = "first record does not link the previous segment" if number == 1 else "chain broken"
+                    findings.append(Finding(str(path), number, f"{what}: prev is {prev}, expected {expected}"
+                                            " (a record was changed, removed or inserted before this line)"))
+                else:
+                    good += 1
                 expected = hashlib.sha256(line).hexdigest()
-                continue
-            prev = record.get("prev") if isinstance(record, dict) else None
-            chain_start = first and writer not in last_hash and (prev == GENESIS or first_hour is not None)
-            if prev != expected and not chain_start:
-                what = "first record does not link the previous segment" if first else "chain broken"
-                findings.append(Finding(str(path), number, f"{what}: prev is {prev}, expected {expected}"
-                                        " (a record was changed, removed or inserted before this line)"))
-            else:
-                good += 1
-            expected = hashlib.sha256(line).hexdigest()
-            first = False
-        if torn is not None:
-            findings.append(Finding(str(path), len(lines) + 1, f"torn last record ({len(torn)} bytes, no newline): "
-                                    "a write was cut off (crash or full disk)"))
+        if number == 0:
+            findings.append(Finding(str(path), None, "empty segment"))
         last_hash[writer] = expected
     return good, findings
