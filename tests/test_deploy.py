@@ -78,3 +78,14 @@ def test_dockerfile_is_slim_non_root_and_serves():
     assert 'ENTRYPOINT ["vgate"]' in dockerfile and 'CMD ["serve"]' in dockerfile
     final_stage = dockerfile.split("\nFROM ")[-1]
     assert "gcc" not in final_stage and "build-essential" not in final_stage
+
+
+def test_replicas_share_the_audit_volume_and_read_the_report_key(rendered):
+    spec = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["audit"]["persistentVolumeClaim"]["claimName"] == "vgate-audit"
+    assert rendered["PersistentVolumeClaim/vgate-audit"]["spec"]["accessModes"] == ["ReadWriteMany"]
+    mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
+    assert mounts["/app/audit"]["name"] == mounts["/app/reports"]["name"] == "audit"
+    assert mounts["/app/keys"]["readOnly"] is True and volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
+    assert volumes["certs"]["secret"]["secretName"] == "vgate-tls", "the report key is kept apart from the TLS key"
