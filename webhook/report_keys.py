@@ -19,18 +19,33 @@ def public_key_path(private_key_path: str | Path) -> Path:
 
 
 def ensure_key(path: str | Path) -> bool:
-    """Create the key pair at ``path`` if there is none; True when one was created."""
+    """Create the key pair at ``path`` if there is none; True when this call created it.
+
+    Replicas may race to create it on a shared volume: the key is written to a temporary file
+    and linked into place (atomic, fails if another replica won), so nobody reads half a key.
+    """
     path = Path(path)
     if path.exists():
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                        serialization.NoEncryption()))
-    public_key_path(path).write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                                    serialization.PublicFormat.SubjectPublicKeyInfo))
+    public = public_key_path(path)
+    public_temporary = public.with_name(f".{public.name}.{os.getpid()}.tmp")
+    public_temporary.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                               serialization.PublicFormat.SubjectPublicKeyInfo))
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        public_temporary.unlink()
+        return False
+    finally:
+        temporary.unlink()
+    os.replace(public_temporary, public)
     return True
 
 
