@@ -7,6 +7,7 @@ public key (``<key>.pub``) and check signatures with ``vgate audit verify`` or p
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -29,13 +30,13 @@ def ensure_key(path: str | Path) -> bool:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+    temporary = Path(name)
     with os.fdopen(fd, "wb") as handle:
         handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                        serialization.NoEncryption()))
     public = public_key_path(path)
-    public_temporary = public.with_name(f".{public.name}.{os.getpid()}.tmp")
+    public_temporary = temporary.with_name(temporary.name + ".pub")
     public_temporary.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
                                                                serialization.PublicFormat.SubjectPublicKeyInfo))
     try:
