@@ -91,26 +91,34 @@ class DecisionLog:
             self._commit(batch)
 
     def _commit(self, batch: list[_Pending]) -> None:
-        try:
-            fd = self._segment(datetime.now(timezone.utc).strftime("%Y%m%dT%H"))
-            start = os.lseek(fd, 0, os.SEEK_END)
-            prev, lines = self._prev, []
-            for pending in batch:
-                line = orjson.dumps({**pending.entry, "prev": prev})
-                prev = hashlib.sha256(line).hexdigest()
-                lines.append(line)
+        """Write a batch to the segment(s) of its records' hours, fsync, release the waiters."""
+        groups: dict[str, list[_Pending]] = {}
+        for pending in batch:  # a record belongs to the hour of its own time, even at a boundary
+            groups.setdefault(pending.entry["time"][:13].replace("-", ""), []).append(pending)
+        for hour, pendings in sorted(groups.items()):
             try:
-                os.write(fd, b"\n".join(lines) + b"\n")
-                os.fsync(fd)
-            except OSError:
-                os.ftruncate(fd, start)  # never leave a partial line behind a failed write
-                raise
-            self._prev = prev
-        except OSError as exc:
-            for pending in batch:
-                pending.error = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
+                self._append(hour, pendings)
+            except OSError as exc:
+                for pending in pendings:
+                    pending.error = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
         for pending in batch:
             pending.done.set()
+
+    def _append(self, hour: str, pendings: list[_Pending]) -> None:
+        fd = self._segment(hour)
+        start = os.lseek(fd, 0, os.SEEK_END)
+        prev, lines = self._prev, []
+        for pending in pendings:
+            line = orjson.dumps({**pending.entry, "prev": prev})
+            prev = hashlib.sha256(line).hexdigest()
+            lines.append(line)
+        try:
+            os.write(fd, b"\n".join(lines) + b"\n")
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)  # never leave a partial line behind a failed write
+            raise
+        self._prev = prev
 
     def _segment(self, hour: str) -> int:
         if self._fd is not None and self._hour == hour:
