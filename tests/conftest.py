@@ -147,11 +147,20 @@ class Server:
 
     def stop(self) -> None:
         self.session.close()  # idle keep-alive connections would hold gunicorn's graceful stop
+        workers = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True).stdout.split()
         self.process.send_signal(signal.SIGINT)  # quick shutdown; graceful TERM lingers ~3 s per server
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
+        # gunicorn's quick shutdown does not wait for its workers, and a gthread worker hit by the
+        # signal inside ThreadPoolExecutor.submit deadlocks on the executor's lock: reap them all.
+        for pid in workers:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.log.close()
 
 
