@@ -106,7 +106,8 @@ def test_generated_entry_agrees_with_main_rego_that_opa_serves(config):
         engine.set_input_json(json.dumps(review(manifest)))
         main = json.loads(engine.eval_rule_as_json("data.vgate.main.result"))
         entry = json.loads(engine.eval_rule_as_json("data.vgate.entry.result"))
-        assert entry == main
+        for kind in ("deny", "warn"):  # sets in main.rego, arrays in the entry: compare as sets
+            assert sorted(map(json.dumps, entry[kind])) == sorted(map(json.dumps, main[kind]))
         denials += bool(main["deny"])
     assert denials >= 9, "the comparison must cover denials, not only empty results"
 
