@@ -5,10 +5,12 @@ Each writer (one gunicorn worker of one replica) appends JSON Lines to its own h
 sha256 of the previous record's line; a segment's first record links the writer's previous
 segment (or 64 zeros for a new writer), so a changed, removed or inserted line breaks the chain.
 
-Durability is group-committed: request threads hand their record to one writer thread and wait;
-it writes whatever has queued in one ``write(2)`` and one ``fsync``, then releases them all. A
-failed write is truncated away so the segment never keeps a partial line, and every waiter gets
-an AuditError; a crash can still leave a torn last line, which ``vgate audit verify`` reports.
+Durability is group-committed without a writer thread: a request thread queues its record and
+takes the commit lock; whoever holds it writes everything queued so far in one ``write(2)`` and
+one ``fsync`` (both release the GIL), so records that arrive meanwhile ride on the next commit and
+their threads find them done. A failed write is truncated away so the segment never keeps a
+partial line, and every waiter gets an AuditError; a crash can still leave a torn last line,
+which ``vgate audit verify`` reports.
 """
 
 from __future__ import annotations
@@ -51,9 +53,8 @@ class DecisionLog:
         self.directory = Path(directory)
         self.replica = replica or os.environ.get("VGATE_REPLICA") or socket.gethostname()
         self._queue: list[_Pending] = []
-        self._wakeup = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._pid: int | None = None
+        self._queue_lock = threading.Lock()
+        self._commit_lock = threading.Lock()
         self._fd: int | None = None
         self._hour: str | None = None
         self._prev = GENESIS
@@ -66,29 +67,19 @@ class DecisionLog:
         """Append ``entry`` (stamped with time and replica) and return once it is on disk."""
         pending = _Pending({"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
                             "replica": self.replica, **entry})
-        with self._wakeup:
-            self._ensure_writer()
+        with self._queue_lock:
             self._queue.append(pending)
-            self._wakeup.notify()
-        if not pending.done.wait(_WAIT_SECONDS):
+        if not self._commit_lock.acquire(timeout=_WAIT_SECONDS):
             raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s")
+        try:
+            if not pending.done.is_set():  # else a commit that started after we queued took it
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._commit(batch)
+        finally:
+            self._commit_lock.release()
         if pending.error:
             raise AuditError(pending.error)
-
-    def _ensure_writer(self) -> None:
-        """Start the writer thread in this process (a forked worker does not inherit threads)."""
-        if self._thread is None or self._pid != os.getpid():
-            self._pid, self._fd, self._hour = os.getpid(), None, None
-            self._thread = threading.Thread(target=self._write_loop, name="vgate-decision-log", daemon=True)
-            self._thread.start()
-
-    def _write_loop(self) -> None:
-        while True:
-            with self._wakeup:
-                while not self._queue:
-                    self._wakeup.wait()
-                batch, self._queue = self._queue, []
-            self._commit(batch)
 
     def _commit(self, batch: list[_Pending]) -> None:
         """Write a batch to the segment(s) of its records' hours, fsync, release the waiters."""
