@@ -12,7 +12,7 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index --find-links /wheels vgate && rm -rf /wheels
 WORKDIR /app
 COPY policies ./policies
-RUN mkdir -p audit reports certs && chown vgate:vgate audit reports certs
+RUN mkdir -p audit reports certs keys exceptions && chown vgate:vgate audit reports certs keys exceptions
 USER 10001:10001
 EXPOSE 8443
 ENTRYPOINT ["vgate"]
