@@ -14,6 +14,7 @@ import yaml
 
 from conftest import POLICIES, VGATE, copy_policies, review
 from webhook.offline import admit
+from webhook.reports import policy_metadata
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 
@@ -112,23 +113,12 @@ def test_generated_entry_agrees_with_main_rego_that_opa_serves(config):
     assert denials >= 9, "the comparison must cover denials, not only empty results"
 
 
-def rule_metadata(rule: Path) -> dict:
-    """The YAML of the leading `# METADATA` comment block of a policy file."""
-    lines = rule.read_text().splitlines()
-    assert lines[0] == "# METADATA", f"{rule}: must open with a METADATA block"
-    block = []
-    for line in lines[1:]:
-        if not line.startswith("#"):
-            break
-        block.append(line[2:] if line.startswith("# ") else line[1:])
-    return yaml.safe_load("\n".join(block))
-
-
 def test_every_rule_declares_its_catalogue_metadata():
     rules = sorted(POLICIES.glob("*/policy.rego"))
     assert len(rules) >= 17
     for rule in rules:
-        metadata = rule_metadata(rule)
+        metadata = policy_metadata(rule)
+        assert metadata, f"{rule}: must open with a METADATA block"
         custom = metadata["custom"]
         assert metadata["title"] and metadata["description"], rule
         assert custom["id"] == rule.parent.name

@@ -32,7 +32,7 @@ from .errors import EvaluationError, PolicyError
 ENTRY_RULE = "data.vgate.main.result"  # what OPA serves: policies/lib/main.rego
 _ENTRY_PACKAGE = "vgate.entry"          # the same union, generated with explicit references
 _RULE_PACKAGE = re.compile(r"^data\.vgate\.rules\.(\w+)$")
-_PACKAGE_LINE = re.compile(r"^package\s+([\w.]+)", re.MULTILINE)
+PACKAGE_LINE = re.compile(r"^package\s+([\w.]+)", re.MULTILINE)
 _DECISION_HEAD = re.compile(r"^(deny|warn)\s+contains\b", re.MULTILINE)
 _LOCATION = re.compile(r"-->\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)")
 _REASON = re.compile(r"^error:\s*(?P<reason>.+)$", re.MULTILINE)
@@ -107,7 +107,7 @@ def _decision_rules(policy_set: PolicySet) -> dict[str, set[str]]:
     """
     found: dict[str, set[str]] = {}
     for _, text in policy_set.files:
-        package = _PACKAGE_LINE.search(text)
+        package = PACKAGE_LINE.search(text)
         if package and _RULE_PACKAGE.match("data." + package.group(1)) and not package.group(1).endswith("_test"):
             found.setdefault(package.group(1), set()).update(_DECISION_HEAD.findall(text))
     return found

@@ -17,10 +17,9 @@ from typing import Any
 import yaml
 
 from .config import Config
-from .engine import RegorusEngine, compile_engine, load_policy_set, policy_error
+from .engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
 from .offline import admit
 
-_PACKAGE = re.compile(r"^package\s+([\w.]+)", re.MULTILINE)
 _TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 
 
@@ -49,7 +48,7 @@ def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTes
     engine.set_input_json("{}")
     results = []
     for path, text in policy_set.files:
-        package = _PACKAGE.search(text)
+        package = PACKAGE_LINE.search(text)
         if not path.endswith("_test.rego") or package is None:
             continue
         for match in _TEST_RULE.finditer(text):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import re
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -32,8 +31,6 @@ FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clus
 SUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
 CSV_FIELDS = ("time", "replica", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "dryRun",
               "decision", "rules", "exceptions", "policyRevision", "latencyMs")
-_METADATA_FIELD = re.compile(r"^#\s+(id|severity|category|control):\s*\"?(.*?)\"?\s*$")
-_TITLE = re.compile(r"^# title:\s*(.*)$")
 
 
 @dataclass
@@ -45,18 +42,27 @@ class RuleInfo:
     control: str = ""
 
 
+def policy_metadata(path: str | Path) -> dict[str, Any]:
+    """The YAML of a policy file's leading ``# METADATA`` comment block ({} if it has none)."""
+    lines = Path(path).read_text().splitlines()
+    if not lines or lines[0] != "# METADATA":
+        return {}
+    block = []
+    for line in lines[1:]:
+        if not line.startswith("#"):
+            break
+        block.append(line[2:] if line.startswith("# ") else line[1:])
+    return yaml.safe_load("\n".join(block)) or {}
+
+
 def rule_catalogue(policy_dir: str | Path) -> dict[str, RuleInfo]:
     """Each rule's METADATA (id, title, severity, category, MLPS control), by rule id."""
     catalogue = {}
     for path in sorted(Path(policy_dir).glob("*/policy.rego")):
-        info = RuleInfo(path.parent.name)
-        for line in path.read_text().splitlines():
-            if not line.startswith("#"):
-                break
-            if match := _TITLE.match(line):
-                info.title = match.group(1)
-            elif match := _METADATA_FIELD.match(line):
-                setattr(info, match.group(1), match.group(2))
+        metadata = policy_metadata(path)
+        custom = metadata.get("custom") or {}
+        info = RuleInfo(path.parent.name, metadata.get("title", ""), custom.get("severity", "medium"),
+                        custom.get("category", ""), custom.get("control", ""))
         catalogue[info.id] = info
     return catalogue
 
@@ -308,11 +314,10 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
 
 
 def _report_hours(reports_dir: str | Path) -> list[datetime]:
-    hours = []
-    for sums in Path(reports_dir).glob("*/*/*/*/" + SUMS):
-        year, month, day, hour = sums.parent.parts[-4:]
-        hours.append(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
-    for marker in Path(reports_dir).glob("*/*/*/*/report.json"):
-        year, month, day, hour = marker.parent.parts[-4:]
-        hours.append(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
-    return sorted(set(hours))
+    """Hours with a report, or with what is left of one (SHA256SUMS or report.json)."""
+    hours = set()
+    for name in (SUMS, "report.json"):
+        for marker in Path(reports_dir).glob("*/*/*/*/" + name):
+            year, month, day, hour = marker.parent.parts[-4:]
+            hours.add(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
+    return sorted(hours)

@@ -92,7 +92,8 @@ class ReportScheduler:
 def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: Path, now: datetime) -> list[Path]:
     """Delete segments older than the retention whose hour has a report that verifies."""
     cutoff = now - timedelta(days=retention_days)
-    removed = []
+    removed: list[Path] = []
+    verified: dict[datetime, bool] = {}  # an hour has a segment per writer: verify its report once
     if not audit_dir.is_dir():
         return removed
     for segment in sorted(audit_dir.glob("decisions-*.jsonl")):
@@ -104,7 +105,9 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: P
             continue
         if not public_key.is_file() or not (hour_directory(reports_dir, hour) / SUMS).is_file():
             continue
-        if verify_reports(reports_dir, public_key, hour, hour):
+        if hour not in verified:
+            verified[hour] = not verify_reports(reports_dir, public_key, hour, hour)
+        if not verified[hour]:
             log.warning("keeping %s past retention: its report does not verify", segment.name)
             continue
         segment.unlink()
