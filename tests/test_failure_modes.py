@@ -9,13 +9,16 @@ import pytest
 from conftest import VGATE, copy_policies, pod, review
 from webhook.config import DEFAULT_CONFIG_PATH
 
-# A real Rego run-time error: to_number("not-a-number") fails evaluation.
+# A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
+# number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on
+# the RVM, as in OPA's default non-strict mode, so they no longer make a request fail.)
 EXPLODING_RULE = """package vgate.rules.explodes
 
 import rego.v1
 
-deny contains {"rule": "explodes", "msg": sprintf("%v", [to_number(input.request.object.metadata.labels.boom)])} if {
-\tinput.request.object.metadata.labels.boom
+deny contains {"rule": "explodes", "msg": msg} if {
+\tboom := input.request.object.metadata.labels.boom
+\tmsg := object.get({"ok": "boom is set"}, boom, 42)
 }
 """
 
@@ -29,15 +32,15 @@ def exploding_policies(tmp_path):
 
 def test_evaluation_error_is_denied_by_default_with_the_reason(tmp_path, start_server):
     server = start_server(policies=exploding_policies(tmp_path), workers=1)
-    response = server.post("/validate", review(pod(labels={"boom": "not-a-number"}), uid="boom-1")).json()["response"]
+    response = server.post("/validate", review(pod(labels={"boom": "bad"}), uid="boom-1")).json()["response"]
     assert response["allowed"] is False
     assert response["status"]["code"] == 500
-    assert "could not parse string as number" in response["status"]["message"]
+    assert "each result needs string fields rule and msg" in response["status"]["message"]
     assert "failure mode is deny" in response["status"]["message"]
-    healthy = server.post("/validate", review(pod(labels={"boom": "42"}))).json()["response"]
+    healthy = server.post("/validate", review(pod(labels={"boom": "ok"}))).json()["response"]
     assert healthy["allowed"] is False and healthy["status"]["code"] == 403  # the rule itself still works
     record = next(r for r in server.decisions() if r.get("uid") == "boom-1")
-    assert record["decision"] == "error" and "could not parse" in record["error"]
+    assert record["decision"] == "error" and "string fields rule and msg" in record["error"]
     metrics = server.session.get(server.url + "/metrics").text
     assert 'vgate_errors_total{endpoint="validate",reason="evaluation"} 1.0' in metrics
 

@@ -40,6 +40,7 @@ def test_samples_are_judged_by_opa_as_in_process(opa, opa_server, config, engine
             assert remote["allowed"] is local.validation.decision.allowed, sample
             assert remote.get("status", {}).get("message", "") == local.validation.decision.message
     assert set(opa.queries) == {"vgate/main/result"}
+    assert opa_server.session.get(opa_server.url + "/readyz").json()["policyEngine"] == "opa"
     assert opa.data["vgate"]["config"]["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
 
 

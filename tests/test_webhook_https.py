@@ -45,11 +45,13 @@ def test_health_ready_and_metrics(server):
     assert server.session.get(server.url + "/healthz").json() == {"status": "ok"}
     ready = server.session.get(server.url + "/readyz").json()
     assert ready["status"] == "ready" and len(ready["policyRevision"]) == 64
+    assert ready["policyEngine"] == "rvm"
     server.post("/validate", review(pod(namespace="ml-training")))
     metrics = server.session.get(server.url + "/metrics")
     assert metrics.headers["Content-Type"].startswith("text/plain")
     assert 'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate",kind="Pod",operation="CREATE"}' in metrics.text
     assert "vgate_admission_duration_seconds_bucket" in metrics.text
+    assert 'vgate_policy_evaluations_total{engine="rvm"}' in metrics.text
 
 
 def test_mutate_returns_base64_json_patch_for_a_pod(server):

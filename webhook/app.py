@@ -74,7 +74,7 @@ def create_app(live: LiveGateway) -> Flask:
     def readyz() -> Response:
         gateway, status = live.current, live.status
         return app.json.response({"status": "ready", "policyRevision": gateway.revision,
-                                  "config": gateway.config.source,
+                                  "policyEngine": gateway.engine.name, "config": gateway.config.source,
                                   "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})
 
     @app.get("/metrics")

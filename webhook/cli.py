@@ -126,8 +126,9 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
     for sample in samples:
         if verbose or not sample.passed:
             denied = ", ".join(sample.denied_by) or "nothing"
+            disagree = "" if sample.engines_agree else " (the RVM and the interpreter decide it differently)"
             click.echo(f"{'PASS' if sample.passed else 'FAIL'} sample {sample.file}: expected {sample.expected}, "
-                       f"denied by {denied}")
+                       f"denied by {denied}{disagree}")
     click.echo("-" * 72)
     for path, percent in sorted(coverage.items()):
         click.echo(f"coverage {percent:5.1f}% {path}")

@@ -28,6 +28,12 @@ ERRORS = Counter(
     "vgate_errors_total", "Requests that failed: bad input, evaluation or mutation errors, audit write failures.",
     ["endpoint", "reason"],
 )
+EVALUATIONS = Counter(
+    "vgate_policy_evaluations_total",
+    "In-process policy evaluations, by the regorus engine that answered: rvm, or interpreter for what the RVM "
+    "cannot compile or answer (instruction budget).",
+    ["engine"],
+)
 
 RELOADS = Counter(
     "vgate_reloads_total", "Reloads of config and policies (SIGHUP or a changed file), by result.", ["result"],

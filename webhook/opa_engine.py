@@ -29,6 +29,7 @@ class OpaEngine:
             raise ConfigError(url, None, "--opa-url must be http(s)://host[:port]")
         self.url = url
         self.revision = policy_set.revision
+        self.name = "opa"
         self._client = OpaClient(host=parts.hostname, port=parts.port or (443 if parts.scheme == "https" else 8181),
                                  ssl=parts.scheme == "https", timeout=timeout, retries=0)
         self._config = config_document

@@ -1,9 +1,10 @@
 """`vgate test`: run the Rego unit tests with coverage, and every rule's samples.
 
-Unit tests are the ``test_*`` rules of ``*_test.rego`` files, evaluated like `opa test`: a test
-passes when its rule is true. Samples are the manifests in ``<rule>/samples/``: an
-``allowed-*`` sample must pass the whole admission path, a ``denied-*`` one must be denied by
-exactly the rule whose folder holds it (the folder name is the rule id).
+Unit tests are the ``test_*`` rules of ``*_test.rego`` files, evaluated like `opa test` by the
+regorus interpreter (the RVM has no ``with``): a test passes when its rule is true. Samples are
+the manifests in ``<rule>/samples/``: an ``allowed-*`` sample must pass the whole admission path,
+a ``denied-*`` one must be denied by exactly the rule whose folder holds it (the folder name is
+the rule id), and the RVM that serves requests must decide it as the interpreter does.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import yaml
 
 from .config import Config
 from .engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
-from .offline import admit
+from .offline import admit, review_for
 
 _TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 
@@ -38,6 +39,7 @@ class SampleCheck:
     expected: str   # "allowed" or the rule id expected to deny
     denied_by: tuple[str, ...]
     passed: bool
+    engines_agree: bool = True
 
 
 def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTest], dict[str, float]]:
@@ -84,6 +86,8 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
                 continue
             result = admit(manifest, config, engine)
             denied_by = tuple(sorted({v.rule for v in result.validation.result.deny}))
+            body = json.dumps(review_for(result.mutated))
+            agree = engine.evaluate(body) == engine.evaluate_interpreted(body)
             passed = denied_by == (() if expected == "allowed" else (rule_id,)) and not result.validation.error
-            checks.append(SampleCheck(str(sample), expected, denied_by, passed))
+            checks.append(SampleCheck(str(sample), expected, denied_by, passed and agree, agree))
     return checks

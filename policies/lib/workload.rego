@@ -43,7 +43,11 @@ judges_new_pods if {
 }
 
 # Pod specs keyed by a name a user recognises in a message: "pod" or "task[0] ps".
-templates["pod"] := {"metadata": object.get(obj, "metadata", {}), "spec": obj.spec} if is_pod
+# (A variable key, not templates["pod"]: regorus' RVM does not compile constant-key partial objects.)
+templates[name] := {"metadata": object.get(obj, "metadata", {}), "spec": obj.spec} if {
+	is_pod
+	name := "pod"
+}
 
 templates[name] := {"metadata": object.get(task.template, "metadata", {}), "spec": task.template.spec} if {
 	is_volcano_job

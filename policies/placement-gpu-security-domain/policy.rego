@@ -32,7 +32,8 @@ requests_accelerator(spec) if {
 	some container in containers(spec)
 	some kind in ["requests", "limits"]
 	some resource in gpu.resources
-	to_number(object.get(container, ["resources", kind, resource], 0)) > 0
+	# Any amount but zero counts, so an amount to_number cannot read fails closed (not undefined).
+	not object.get(container, ["resources", kind, resource], 0) in {0, "0"}
 }
 
 # The pools the pod may land in, if its spec limits them at all.

@@ -26,6 +26,16 @@ test_denies_unpinned_gpu_pod if {
 	contains(violation.msg, `pin one of ["gpu-shared"]`)
 }
 
+test_an_amount_that_is_not_a_plain_number_still_counts if {
+	spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "1k"}}}]}
+	count(denials(testing.pod_in("web", {}, spec))) == 1
+}
+
+test_zero_accelerators_is_no_request if {
+	spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "0"}}}]}
+	count(denials(testing.pod_in("web", {}, spec))) == 0
+}
+
 test_denies_affinity_allowing_a_foreign_pool if {
 	expression := {"key": "vgate.io/node-pool", "operator": "In", "values": ["gpu-secure", "gpu-shared"]}
 	spec := gpu_spec({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}})
