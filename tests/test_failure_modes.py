@@ -94,3 +94,18 @@ def test_rego_compile_error_exits_with_file_line_and_reason(tmp_path):
     result = serve_fails("--policies", str(policies))
     assert result.returncode == 1
     assert f"{broken}:{line}: expecting expression" in result.stderr and "Stack backtrace" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "test"])
+def test_error_found_only_when_evaluated_exits_with_file_line_and_reason(tmp_path, command):
+    """An unsafe variable parses; regorus finds it on the first evaluation, which start-up runs."""
+    policies = copy_policies(tmp_path / "policies")
+    (policies / "unsafe").mkdir()
+    rule = policies / "unsafe" / "policy.rego"
+    rule.write_text('package vgate.rules.unsafe\n\nimport rego.v1\n\n'
+                    'deny contains {"rule": "unsafe", "msg": "x"} if {\n\tsome a in [1]\n\tb := [a | some a in [2]]\n}\n')
+    result = serve_fails("--policies", str(policies)) if command == "serve" else subprocess.run(
+        [*VGATE, "test", str(policies)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"{rule}:7:" in result.stderr and "used before definition" in result.stderr
+    assert "Traceback" not in result.stderr and "Stack backtrace" not in result.stderr

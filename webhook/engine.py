@@ -186,8 +186,14 @@ class RegorusEngine:
         self.revision = policy_set.revision
         self._policy_set = policy_set
         self._data = {"vgate": {"config": config_document}}
-        # Parse with the interpreter first: it names the file and line of errors the RVM reports less well.
-        parse_result(_ThreadEngines(policy_set, self._data, None).run_interpreter("{}"))
+        # Parse and run once with the interpreter first: it names the file and line of errors the
+        # RVM reports less well, including those found only at evaluation (an unsafe variable).
+        try:
+            parse_result(_ThreadEngines(policy_set, self._data, None).interpret("{}"))
+        except (KeyboardInterrupt, SystemExit, PolicyError):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
+            raise policy_error(exc, ENTRY_RULE) from None
         self.rvm_refusal: str | None = None
         self._program: bytes | None = None
         try:
@@ -252,15 +258,20 @@ class _ThreadEngines:
         return answer if isinstance(answer, dict) else None
 
     def run_interpreter(self, input_json: str) -> Any:
-        if self._interpreter is None:
-            self._interpreter = compile_engine(self._policy_set, self._data)
+        """The interpreter's result; an EvaluationError with file, line and reason if it fails."""
         try:
-            self._interpreter.set_input_json(input_json)
-            return json.loads(self._interpreter.eval_rule_as_json(_ENTRY_RESULT))
+            return self.interpret(input_json)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - regorus panics raise pyo3's PanicException (a BaseException)
             raise EvaluationError(str(policy_error(exc, ENTRY_RULE))) from None
+
+    def interpret(self, input_json: str) -> Any:
+        """The interpreter's result, or regorus' own exception (PolicyError if a file does not parse)."""
+        if self._interpreter is None:
+            self._interpreter = compile_engine(self._policy_set, self._data)
+        self._interpreter.set_input_json(input_json)
+        return json.loads(self._interpreter.eval_rule_as_json(_ENTRY_RESULT))
 
 
 def parse_result(result: Any) -> PolicyResult:
