@@ -30,30 +30,30 @@ is_pod_group if {
 	input.request.kind.group == "scheduling.volcano.sh"
 }
 
-# Rules on pod specs judge new pods and jobs: those fields of a running pod cannot change,
+# Every pod spec a rule judges, with the name messages give it ("pod", "task[0] ps"), computed
+# once per evaluation: rules iterate these instead of walking the object each again. Rules judge
+# the pod specs of new pods and Volcano Jobs only: those fields of a running pod cannot change,
 # and denying updates of pods admitted before a rule existed would block their finalizers.
-judges_new_pods if {
+default judged_specs := []
+
+judged_specs := [{"where": "pod", "metadata": object.get(obj, "metadata", {}), "spec": obj.spec}] if {
 	is_create
 	is_pod
 }
 
-judges_new_pods if {
-	is_create
-	is_volcano_job
-}
-
-# Pod specs keyed by a name a user recognises in a message: "pod" or "task[0] ps".
-# (A variable key, not templates["pod"]: regorus' RVM does not compile constant-key partial objects.)
-templates[name] := {"metadata": object.get(obj, "metadata", {}), "spec": obj.spec} if {
-	is_pod
-	name := "pod"
-}
-
-templates[name] := {"metadata": object.get(task.template, "metadata", {}), "spec": task.template.spec} if {
-	is_volcano_job
+judged_specs := [{"where": where, "metadata": object.get(task.template, "metadata", {}), "spec": task.template.spec} |
 	some i, task in obj.spec.tasks
-	name := sprintf("task[%d] %s", [i, object.get(task, "name", "")])
+	where := sprintf("task[%d] %s", [i, object.get(task, "name", "")])
+] if {
+	is_create
+	is_volcano_job
 }
+
+# Every container (init containers first) of every judged pod spec, with that spec.
+judged_containers := [{"where": judged.where, "spec": judged.spec, "container": container} |
+	some judged in judged_specs
+	some container in containers(judged.spec)
+]
 
 labels_of(metadata) := object.get(metadata, "labels", {})
 

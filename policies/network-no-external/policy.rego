@@ -14,47 +14,42 @@ package vgate.rules.network_no_external
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.labels_of
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.sensitive_label
-import data.vgate.lib.workload.templates
 
 egress := data.vgate.config.placement.egressDenyLabel
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	template.spec.hostNetwork == true
+	some judged in judged_specs
+	judged.spec.hostNetwork == true
 	msg := sprintf(
 		"%s is labelled %s but %s sets hostNetwork: true, which bypasses NetworkPolicy: remove hostNetwork",
-		[obj.kind, sensitive_label, name],
+		[obj.kind, sensitive_label, judged.where],
 	)
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	some container in containers(template.spec)
-	some port in object.get(container, "ports", [])
+	some judged in judged_containers
+	some port in object.get(judged.container, "ports", [])
 	object.get(port, "hostPort", 0) > 0
 	msg := sprintf(
 		"%s is labelled %s but container %s of %s opens hostPort %v on the node: remove hostPort",
-		[obj.kind, sensitive_label, container.name, name, port.hostPort],
+		[obj.kind, sensitive_label, judged.container.name, judged.where, port.hostPort],
 	)
 }
 
 deny contains {"rule": "network-no-external", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	object.get(labels_of(template.metadata), egress.key, null) != egress.value
+	some judged in judged_specs
+	object.get(labels_of(judged.metadata), egress.key, null) != egress.value
 	msg := sprintf(
 		"%s is labelled %s but %s lacks the label %s=%s that the deny-egress NetworkPolicy selects: add it to the pod labels",
-		[obj.kind, sensitive_label, name, egress.key, egress.value],
+		[obj.kind, sensitive_label, judged.where, egress.key, egress.value],
 	)
 }

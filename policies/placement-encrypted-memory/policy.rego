@@ -15,20 +15,18 @@ package vgate.rules.placement_encrypted_memory
 import rego.v1
 
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.placement
 import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "placement-encrypted-memory", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	not runs_on_encrypted_memory(template.spec)
+	some judged in judged_specs
+	not runs_on_encrypted_memory(judged.spec)
 	msg := sprintf(
 		"%s is labelled %s but %s may run on a node without memory encryption: require one of the node labels %v with value \"true\" (nodeSelector or required node affinity), or set runtimeClassName to one of %v",
-		[obj.kind, sensitive_label, name, placement.encryptedNodeLabels, placement.confidentialRuntimeClasses],
+		[obj.kind, sensitive_label, judged.where, placement.encryptedNodeLabels, placement.confidentialRuntimeClasses],
 	)
 }

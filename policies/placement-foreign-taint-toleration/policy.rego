@@ -16,9 +16,8 @@ package vgate.rules.placement_foreign_taint_toleration
 import rego.v1
 
 import data.vgate.lib.workload.first_for_namespace
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 taint_key := data.vgate.config.tenancy.dedicatedTaintKey
 
@@ -43,12 +42,11 @@ crosses_tenants(toleration) if {
 }
 
 deny contains {"rule": "placement-foreign-taint-toleration", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some toleration in object.get(template.spec, "tolerations", [])
+	some judged in judged_specs
+	some toleration in object.get(judged.spec, "tolerations", [])
 	crosses_tenants(toleration)
 	msg := sprintf(
 		"%s: %s tolerates %v, which admits it to nodes dedicated to other tenants (namespace %q belongs to tenant %q): tolerate only %s=%s",
-		[obj.kind, name, toleration, input.request.namespace, tenant, taint_key, tenant],
+		[obj.kind, judged.where, toleration, input.request.namespace, tenant, taint_key, tenant],
 	)
 }

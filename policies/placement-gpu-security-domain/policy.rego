@@ -15,12 +15,11 @@ package vgate.rules.placement_gpu_security_domain
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.first_for_namespace
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.required_node_terms
-import data.vgate.lib.workload.templates
 
 gpu := data.vgate.config.gpu
 
@@ -28,12 +27,18 @@ domain := first_for_namespace(gpu.namespaceDomains).domain
 
 domain_pools := sort([pool | some pool, pool_domain in gpu.nodePools; pool_domain == domain])
 
-requests_accelerator(spec) if {
-	some container in containers(spec)
+requests_accelerator(container) if {
 	some kind in ["requests", "limits"]
 	some resource in gpu.resources
 	# Any amount but zero counts, so an amount to_number cannot read fails closed (not undefined).
-	not object.get(container, ["resources", kind, resource], 0) in {0, "0"}
+	amount := container.resources[kind][resource]
+	not amount in {0, "0"}
+}
+
+# The judged pod specs (by where) with a container that asks for accelerators: once per evaluation.
+accelerated contains judged.where if {
+	some judged in judged_containers
+	requests_accelerator(judged.container)
 }
 
 # The pools the pod may land in, if its spec limits them at all.
@@ -57,24 +62,22 @@ pinned_pools(spec) := pools if {
 }
 
 deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	requests_accelerator(template.spec)
-	not pinned_pools(template.spec)
+	some judged in judged_specs
+	judged.where in accelerated
+	not pinned_pools(judged.spec)
 	msg := sprintf(
 		"%s: %s requests accelerators %v but may land on a GPU pool of any security domain: pin one of %v with nodeSelector %s",
-		[obj.kind, name, gpu.resources, domain_pools, gpu.nodePoolLabel],
+		[obj.kind, judged.where, gpu.resources, domain_pools, gpu.nodePoolLabel],
 	)
 }
 
 deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	requests_accelerator(template.spec)
-	foreign := {pool | some pool in pinned_pools(template.spec); object.get(gpu.nodePools, pool, "") != domain}
+	some judged in judged_specs
+	judged.where in accelerated
+	foreign := {pool | some pool in pinned_pools(judged.spec); object.get(gpu.nodePools, pool, "") != domain}
 	count(foreign) > 0
 	msg := sprintf(
 		"%s: %s requests accelerators on node pools %v outside security domain %q of namespace %q: use one of %v",
-		[obj.kind, name, sort(foreign), domain, input.request.namespace, domain_pools],
+		[obj.kind, judged.where, sort(foreign), domain, input.request.namespace, domain_pools],
 	)
 }

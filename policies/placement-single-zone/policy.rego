@@ -15,11 +15,10 @@ package vgate.rules.placement_single_zone
 import rego.v1
 
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.required_node_terms
 import data.vgate.lib.workload.sensitive_label
-import data.vgate.lib.workload.templates
 
 zone_label := data.vgate.config.placement.zoneLabel
 
@@ -45,12 +44,11 @@ affinity_zones(spec) := {zone | some term in required_node_terms(spec); some zon
 } else := set()
 
 # The zones each pod template may land in, computed once per evaluation.
-template_zones[name] := selector_zones(template.spec) | affinity_zones(template.spec) if {
-	some name, template in templates
+template_zones[judged.where] := selector_zones(judged.spec) | affinity_zones(judged.spec) if {
+	some judged in judged_specs
 }
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
 	some name, found in template_zones
 	count(found) != 1
@@ -61,8 +59,8 @@ deny contains {"rule": "placement-single-zone", "msg": msg} if {
 }
 
 deny contains {"rule": "placement-single-zone", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
+	count(template_zones) > 0
 	every found in template_zones {
 		count(found) == 1
 	}

@@ -16,21 +16,19 @@ import rego.v1
 
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.memory_devices
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some volume in object.get(template.spec, "volumes", [])
+	some judged in judged_specs
+	some volume in object.get(judged.spec, "volumes", [])
 	volume.hostPath.path in memory_devices
 	msg := sprintf(
 		"%s: volume %s of %s maps the node's memory device %s: remove it",
-		[obj.kind, volume.name, name, volume.hostPath.path],
+		[obj.kind, volume.name, judged.where, volume.hostPath.path],
 	)
 }
 
@@ -44,14 +42,13 @@ memory_uses(spec) := array.concat(
 )
 
 deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	not runs_on_encrypted_memory(template.spec)
-	uses := memory_uses(template.spec)
+	some judged in judged_specs
+	not runs_on_encrypted_memory(judged.spec)
+	uses := memory_uses(judged.spec)
 	count(uses) > 0
 	msg := sprintf(
 		"%s is labelled %s and %s keeps data in unencrypted node memory (%v): run it on memory-encrypted nodes or drop them",
-		[obj.kind, sensitive_label, name, uses],
+		[obj.kind, sensitive_label, judged.where, uses],
 	)
 }

@@ -13,22 +13,18 @@ package vgate.rules.resources_memory_limit_cap
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.named_queue
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 cap := data.vgate.config.queues.definitions[named_queue].maxMemoryLimit
 
 deny contains {"rule": "resources-memory-limit-cap", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	limit := container.resources.limits.memory
+	some judged in judged_containers
+	limit := judged.container.resources.limits.memory
 	units.parse_bytes(limit) > units.parse_bytes(cap)
 	msg := sprintf(
 		"%s: container %s of %s has memory limit %s, above queue %q's cap of %s: lower it or use another queue",
-		[obj.kind, container.name, name, limit, named_queue, cap],
+		[obj.kind, judged.container.name, judged.where, limit, named_queue, cap],
 	)
 }

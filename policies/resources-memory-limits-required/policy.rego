@@ -15,21 +15,19 @@ package vgate.rules.resources_memory_limits_required
 import rego.v1
 
 import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.named_queue
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 qos_class := data.vgate.config.queues.definitions[named_queue].qosClass
 
 deny contains {"rule": "resources-memory-limits-required", "msg": msg} if {
-	judges_new_pods
 	qos_class in {"Guaranteed", "Burstable"}
-	some name, template in templates
-	unbounded := [c.name | some c in containers(template.spec); not c.resources.limits.memory]
+	some judged in judged_specs
+	unbounded := [c.name | some c in containers(judged.spec); not c.resources.limits.memory]
 	count(unbounded) > 0
 	msg := sprintf(
 		"%s: containers %v of %s have no memory limit, but queue %q runs %s workloads: set resources.limits.memory",
-		[obj.kind, unbounded, name, named_queue, qos_class],
+		[obj.kind, unbounded, judged.where, named_queue, qos_class],
 	)
 }

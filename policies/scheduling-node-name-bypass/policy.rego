@@ -13,17 +13,15 @@ package vgate.rules.scheduling_node_name_bypass
 
 import rego.v1
 
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "scheduling-node-name-bypass", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	node := object.get(template.spec, "nodeName", "")
+	some judged in judged_specs
+	node := object.get(judged.spec, "nodeName", "")
 	node != ""
 	msg := sprintf(
 		"%s: %s sets spec.nodeName %q, which bypasses the scheduler and its queue: remove nodeName and use nodeSelector or node affinity",
-		[obj.kind, name, node],
+		[obj.kind, judged.where, node],
 	)
 }

@@ -37,9 +37,9 @@ judged if {
 
 deny contains {"rule": "scheduling-volcano-scheduler", "msg": msg} if {
 	judged
-	volcano_managed
 	scheduler := object.get(obj.spec, "schedulerName", "")
 	not scheduler in {"", volcano.schedulerName}
+	volcano_managed # last: matching namespace globs costs more than the checks above
 	msg := sprintf(
 		"%s in namespace %q names scheduler %q, but Volcano schedules that namespace: remove schedulerName or set it to %q",
 		[obj.kind, input.request.namespace, scheduler, volcano.schedulerName],

@@ -13,25 +13,21 @@ package vgate.rules.security_added_capabilities
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 allowed := {upper(c) | some c in data.vgate.config.security.allowedCapabilities}
 
-# Kubernetes accepts both "SYS_ADMIN" and "CAP_SYS_ADMIN".
 normalised(capability) := trim_prefix(upper(capability), "CAP_")
 
 deny contains {"rule": "security-added-capabilities", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	added := {normalised(c) | some c in object.get(container, ["securityContext", "capabilities", "add"], [])}
+	some judged in judged_containers
+	adds := judged.container.securityContext.capabilities.add
+	added := {normalised(c) | some c in adds}
 	extra := added - allowed
 	count(extra) > 0
 	msg := sprintf(
 		"%s: container %s of %s adds capabilities %v; only %v may be added: remove the others from securityContext.capabilities.add",
-		[obj.kind, container.name, name, sort(extra), sort(allowed)],
+		[obj.kind, judged.container.name, judged.where, sort(extra), sort(allowed)],
 	)
 }

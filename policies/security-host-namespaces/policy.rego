@@ -13,14 +13,15 @@ package vgate.rules.security_host_namespaces
 
 import rego.v1
 
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
+
+host_fields := ["hostPID", "hostIPC", "hostNetwork"]
 
 deny contains {"rule": "security-host-namespaces", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	shared := [field | some field in ["hostPID", "hostIPC", "hostNetwork"]; template.spec[field] == true]
-	count(shared) > 0
-	msg := sprintf("%s: %s shares the node's %v: remove them from the pod spec", [obj.kind, name, shared])
+	some judged in judged_specs
+	some field in host_fields
+	judged.spec[field] == true # any of them: the message lists them all (one message per spec)
+	shared := [f | some f in host_fields; judged.spec[f] == true]
+	msg := sprintf("%s: %s shares the node's %v: remove them from the pod spec", [obj.kind, judged.where, shared])
 }

@@ -13,19 +13,16 @@ package vgate.rules.security_host_ports
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "security-host-ports", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	ports := [port.hostPort | some port in object.get(container, "ports", []); object.get(port, "hostPort", 0) > 0]
-	count(ports) > 0
+	some judged in judged_containers
+	some opened in judged.container.ports
+	opened.hostPort > 0 # any of them: the message lists them all (one message per container)
+	ports := [port.hostPort | some port in judged.container.ports; object.get(port, "hostPort", 0) > 0]
 	msg := sprintf(
 		"%s: container %s of %s opens host ports %v on the node: remove hostPort and expose the port through a Service",
-		[obj.kind, container.name, name, ports],
+		[obj.kind, judged.container.name, judged.where, ports],
 	)
 }

@@ -13,19 +13,17 @@ package vgate.rules.security_hostpath_volume
 
 import rego.v1
 
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.memory_devices
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "security-hostpath-volume", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some volume in object.get(template.spec, "volumes", [])
+	some judged in judged_specs
+	some volume in object.get(judged.spec, "volumes", [])
 	volume.hostPath
 	not volume.hostPath.path in memory_devices # placement-unencrypted-memory-mapping says why those are worse
 	msg := sprintf(
 		"%s: volume %s of %s mounts the node's path %s: use a PersistentVolumeClaim, emptyDir or CSI volume instead",
-		[obj.kind, volume.name, name, volume.hostPath.path],
+		[obj.kind, volume.name, judged.where, volume.hostPath.path],
 	)
 }

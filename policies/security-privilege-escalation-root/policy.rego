@@ -14,48 +14,39 @@ package vgate.rules.security_privilege_escalation_root
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
-# A container's own securityContext overrides the pod's.
-effective(spec, container, field) := container.securityContext[field]
-
-effective(spec, container, field) := spec.securityContext[field] if not has_key(object.get(container, "securityContext", {}), field)
-
-has_key(document, key) if _ = document[key]
+# What each container runs with, its own securityContext over the pod's: effective[i] is that of
+# judged_containers[i], computed once per evaluation for the three rules below.
+effective := [object.union(object.get(judged.spec, "securityContext", {}), object.get(judged.container, "securityContext", {})) |
+	some judged in judged_containers
+]
 
 deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	container.securityContext.allowPrivilegeEscalation == true
+	some judged in judged_containers
+	judged.container.securityContext.allowPrivilegeEscalation == true
 	msg := sprintf(
 		"%s: container %s of %s sets allowPrivilegeEscalation: true: set it to false",
-		[obj.kind, container.name, name],
+		[obj.kind, judged.container.name, judged.where],
 	)
 }
 
 deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	effective(template.spec, container, "runAsUser") == 0
+	some i, judged in judged_containers
+	effective[i].runAsUser == 0
 	msg := sprintf(
 		"%s: container %s of %s runs as uid 0 (root): set runAsUser to a non-zero uid and runAsNonRoot: true",
-		[obj.kind, container.name, name],
+		[obj.kind, judged.container.name, judged.where],
 	)
 }
 
 warn contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	not effective(template.spec, container, "runAsNonRoot") == true
-	not effective(template.spec, container, "runAsUser") == 0
+	some i, judged in judged_containers
+	not effective[i].runAsNonRoot == true
+	not effective[i].runAsUser == 0
 	msg := sprintf(
 		"%s: container %s of %s does not set runAsNonRoot: true, so its image may run it as root",
-		[obj.kind, container.name, name],
+		[obj.kind, judged.container.name, judged.where],
 	)
 }

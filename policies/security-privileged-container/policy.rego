@@ -13,18 +13,14 @@ package vgate.rules.security_privileged_container
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.templates
 
 deny contains {"rule": "security-privileged-container", "msg": msg} if {
-	judges_new_pods
-	some name, template in templates
-	some container in containers(template.spec)
-	container.securityContext.privileged == true
+	some judged in judged_containers
+	judged.container.securityContext.privileged == true
 	msg := sprintf(
 		"%s: container %s of %s is privileged, which gives it the whole node: remove securityContext.privileged",
-		[obj.kind, container.name, name],
+		[obj.kind, judged.container.name, judged.where],
 	)
 }

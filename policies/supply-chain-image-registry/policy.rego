@@ -14,13 +14,11 @@ package vgate.rules.supply_chain_image_registry
 
 import rego.v1
 
-import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.image_of
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judges_new_pods
+import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.sensitive_label
-import data.vgate.lib.workload.templates
 
 registries := data.vgate.config.images.allowedRegistries
 
@@ -40,41 +38,35 @@ untagged_or_latest(image) if {
 }
 
 deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
-	judges_new_pods
 	count(registries) > 0
-	some name, template in templates
-	some container in containers(template.spec)
-	image := image_of(container)
+	some judged in judged_containers
+	image := image_of(judged.container)
 	not startswith_any(image, registries)
 	msg := sprintf(
 		"%s: container %s of %s uses image %q from a registry not allowed: pull from one of %v",
-		[obj.kind, container.name, name, image, registries],
+		[obj.kind, judged.container.name, judged.where, image, registries],
 	)
 }
 
 deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
-	judges_new_pods
 	is_sensitive
-	some name, template in templates
-	some container in containers(template.spec)
-	image := image_of(container)
+	some judged in judged_containers
+	image := image_of(judged.container)
 	not pinned(image)
 	msg := sprintf(
 		"%s is labelled %s but container %s of %s uses image %q without a digest: pin it as name@sha256:<digest>",
-		[obj.kind, sensitive_label, container.name, name, image],
+		[obj.kind, sensitive_label, judged.container.name, judged.where, image],
 	)
 }
 
 warn contains {"rule": "supply-chain-image-registry", "msg": msg} if {
-	judges_new_pods
 	not is_sensitive
-	some name, template in templates
-	some container in containers(template.spec)
-	image := image_of(container)
+	some judged in judged_containers
+	image := image_of(judged.container)
 	untagged_or_latest(image)
 	msg := sprintf(
 		"%s: container %s of %s uses image %q, which floats (:latest or no tag): pin a version or digest",
-		[obj.kind, container.name, name, image],
+		[obj.kind, judged.container.name, judged.where, image],
 	)
 }
 
