@@ -8,6 +8,11 @@ and each pair of blocks gives one ratio: the figure is the median of those ratio
 quartiles, beside the median times (the aim: the full catalogue adds under 50%).
 
     python bench/catalogue.py --block 50 --pairs 200
+
+With --https it also starts two real servers (`vgate serve`, TLS, durable decision log), one per
+policy set, and compares what a caller of /validate waits for: ApacheBench with one keep-alive
+connection, alternating blocks between the two servers, the median of per-pair p50 ratios.
+(Needs `ab`: apt-get install apache2-utils.)
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import admission_review, realistic_pod, typical_pod  # noqa: E402
+from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
 
 from webhook.gateway import Gateway  # noqa: E402
 
@@ -49,10 +54,42 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return q1, median, q3
 
 
+def compare_over_https(core_dir: Path, bodies: list[tuple[str, bytes]], pairs: int, requests: int) -> None:
+    """p50 of /validate on a full-catalogue server against a core-rules server, in alternating blocks."""
+    servers = {name: start_server(workers=2, threads=2, policies=path)
+               for name, path in (("core", core_dir), ("full", ROOT / "policies"))}
+    try:
+        urls = {name: f"https://127.0.0.1:{port}/validate" for name, (_, port, _, _) in servers.items()}
+        for label, body in bodies:
+            for url in urls.values():
+                measure(url, body, 300, 1)  # warm-up
+            p50: dict[str, list[float]] = {"core": [], "full": []}
+            p99: dict[str, list[float]] = {"core": [], "full": []}
+            for pair in range(pairs):
+                for name in (("core", "full") if pair % 2 == 0 else ("full", "core")):
+                    result = measure(urls[name], body, requests, 1)
+                    p50[name].append(result["p50_ms"])
+                    p99[name].append(result["p99_ms"])
+            ratios = [f / c for f, c in zip(p50["full"], p50["core"])]
+            q1, ratio, q3 = quartiles(ratios)
+            print(f"{label:14s} HTTPS /validate p50 core {statistics.median(p50['core']):5.2f} ms  "
+                  f"full {statistics.median(p50['full']):5.2f} ms  full/core {ratio:.2f}x (+{(ratio - 1) * 100:.0f}%, "
+                  f"quartiles {q1:.2f}-{q3:.2f});  p99 core {statistics.median(p99['core']):5.2f} ms  "
+                  f"full {statistics.median(p99['full']):5.2f} ms")
+    finally:
+        for process, _, _, workdir in servers.values():
+            process.terminate()
+            process.wait(timeout=20)
+            workdir.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--block", type=int, default=50, help="validations per timed block")
     parser.add_argument("--pairs", type=int, default=200, help="pairs of blocks (core, full) per pod")
+    parser.add_argument("--https", action="store_true", help="also compare two real servers over HTTPS")
+    parser.add_argument("--https-pairs", type=int, default=10, help="pairs of ab runs per pod over HTTPS")
+    parser.add_argument("--https-requests", type=int, default=500, help="requests per ab run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         full = Gateway.load(None, ROOT / "policies", audit=False)
@@ -60,7 +97,8 @@ def main() -> None:
         rules = len([p for p in (ROOT / "policies").iterdir() if (p / "policy.rego").is_file()])
         print(f"full catalogue: {rules} rules; core: {len(CORE)} rules; engine {full.engine.name}; "
               f"{args.pairs} pairs of {args.block}-validation blocks per pod")
-        for label, body in (("sensitive pod", admission_review(realistic_pod())), ("typical pod", admission_review(typical_pod()))):
+        bodies = [("sensitive pod", admission_review(realistic_pod())), ("typical pod", admission_review(typical_pod()))]
+        for label, body in bodies:
             assert full.validate(body)["response"]["allowed"] and core.validate(body)["response"]["allowed"]
             for gateway in (core, full):
                 per_request_us(gateway, body, 200)  # warm-up
@@ -76,6 +114,8 @@ def main() -> None:
             print(f"{label:14s} /validate core {statistics.median(times['core']):5.0f} us   "
                   f"full {statistics.median(times['full']):5.0f} us   full/core {ratio:.2f}x (+{(ratio - 1) * 100:.0f}%, "
                   f"quartiles {q1:.2f}-{q3:.2f})")
+        if args.https:
+            compare_over_https(Path(scratch) / "policies", bodies, args.https_pairs, args.https_requests)
 
 
 if __name__ == "__main__":

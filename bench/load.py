@@ -106,7 +106,9 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int) -> di
                 "p50_ms": float(rows["50"]), "p99_ms": float(rows["99"])}
 
 
-def start_server(workers: int, threads: int) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
+def start_server(workers: int, threads: int, policies: Path = ROOT / "policies",
+                 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
+    """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log."""
     import socket
 
     workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-")
@@ -116,7 +118,7 @@ def start_server(workers: int, threads: int) -> tuple[subprocess.Popen, int, str
     config = Path(workdir.name) / "vgate.yaml"
     config.write_text((ROOT / "webhook" / "defaults" / "vgate.yaml").read_text().replace("dir: audit", f"dir: {workdir.name}/audit"))
     server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--config", str(config),
-                               "--policies", str(ROOT / "policies"), "--certs", f"{workdir.name}/certs",
+                               "--policies", str(policies), "--certs", f"{workdir.name}/certs",
                                "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
                                "--threads", str(threads)],
                               cwd=workdir.name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

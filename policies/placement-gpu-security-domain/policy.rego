@@ -27,18 +27,14 @@ domain := first_for_namespace(gpu.namespaceDomains).domain
 
 domain_pools := sort([pool | some pool, pool_domain in gpu.nodePools; pool_domain == domain])
 
-requests_accelerator(container) if {
-	some kind in ["requests", "limits"]
-	some resource in gpu.resources
-	# Any amount but zero counts, so an amount to_number cannot read fails closed (not undefined).
-	amount := container.resources[kind][resource]
-	not amount in {0, "0"}
-}
-
 # The judged pod specs (by where) with a container that asks for accelerators: once per evaluation.
 accelerated contains judged.where if {
 	some judged in judged_containers
-	requests_accelerator(judged.container)
+	some kind in ["requests", "limits"]
+	some resource in gpu.resources
+	# Any amount but zero counts, so an amount to_number cannot read fails closed (not undefined).
+	amount := judged.container.resources[kind][resource]
+	not amount in {0, "0"}
 }
 
 # The pools the pod may land in, if its spec limits them at all.
