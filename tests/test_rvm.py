@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from typing import Any
 
 import pytest
@@ -180,3 +181,44 @@ def shipped_engine(config):
 
 def test_the_shipped_catalogue_compiles_for_the_rvm(shipped_engine):
     assert shipped_engine.name == "rvm" and shipped_engine.rvm_refusal is None
+
+
+def test_rvm_and_interpreter_agree_on_mixtures_of_the_samples(engine):
+    """Pods and Jobs mixed from the samples' spec fields, labels, namespaces and queues (seeded):
+    combinations no single sample has, where a divergence between the engines would hide."""
+    rng = random.Random(20261202)
+    specs = [spec for _, workload in workloads() for spec in _pod_specs(workload)]
+    namespaces = ["web", "ml-training", "ml-inference", "batch", "team-a"]
+    queues = [None, "default", "training", "batch", "no-such-queue"]
+    compared = 0
+    for case in range(400):
+        spec = copy.deepcopy(rng.choice(specs))
+        for _ in range(rng.randint(1, 3)):
+            donor = rng.choice(specs)
+            if donor:
+                field = rng.choice(sorted(donor))
+                spec[field] = copy.deepcopy(donor[field])
+        labels = {"app": "mix"} | ({"vgate.io/data-classification": "sensitive"} if rng.random() < 0.5 else {})
+        metadata: dict[str, Any] = {"name": f"mix-{case}", "namespace": rng.choice(namespaces), "labels": labels}
+        queue = rng.choice(queues)
+        if rng.random() < 0.5:
+            if queue:
+                metadata["annotations"] = {"scheduling.volcano.sh/queue-name": queue}
+            workload = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        else:
+            tasks = [{"name": f"t{i}", "replicas": rng.randint(0, 3),
+                      "template": {"metadata": {"labels": labels}, "spec": copy.deepcopy(rng.choice(specs) if i else spec)}}
+                     for i in range(rng.randint(1, 3))]
+            workload = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": metadata,
+                        "spec": {"minAvailable": rng.randint(1, 4), "tasks": tasks} | ({"queue": queue} if queue else {})}
+        body = json.dumps(review(workload, operation=rng.choice(["CREATE", "CREATE", "UPDATE"])))
+        assert engine.evaluate(body) == engine.evaluate_interpreted(body), f"case {case}: {body}"
+        compared += 1
+    assert compared == 400
+
+
+def _pod_specs(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "Pod":
+        return [spec]
+    return [t["template"]["spec"] for t in spec.get("tasks") or [] if isinstance(t.get("template", {}).get("spec"), dict)]
