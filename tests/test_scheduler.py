@@ -38,6 +38,28 @@ def test_racing_replicas_write_each_hour_once(tmp_path):
     assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []  # nothing left to write
 
 
+def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_path, monkeypatch):
+    """Another replica finishes an hour (and drops its lock) after this one saw no report there."""
+    from webhook.reports import build_report
+
+    document = settings(tmp_path)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    raced = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
+    take_lock = ReportScheduler._lock
+
+    def other_replica_first(directory: Path) -> bool:
+        if directory == raced:
+            ensure_key(Path(document["reports"]["key"]))
+            build_report(datetime(2026, 12, 2, 11, tzinfo=timezone.utc), Path(document["audit"]["dir"]),
+                         tmp_path / "reports", POLICIES, Path(document["reports"]["key"]))
+        return take_lock(directory)
+
+    monkeypatch.setattr(ReportScheduler, "_lock", staticmethod(other_replica_first))
+    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+    assert raced not in written and len(written) == LOOKBACK_HOURS - 1
+    assert not (raced / ".lock").exists()
+
+
 def test_a_stale_lock_is_taken_over(tmp_path):
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)

@@ -49,6 +49,8 @@ class ReportScheduler:
             if (directory / SUMS).exists() or not self._lock(directory):
                 continue
             try:
+                if (directory / SUMS).exists():
+                    continue  # another replica wrote it between our look and our lock
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key))
