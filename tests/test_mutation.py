@@ -21,7 +21,7 @@ from conftest import corpus_file, pod, review
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from webhook.admission import decode_review
 from webhook.config import parse_config
-from webhook.mutation import mutate
+from webhook.mutation import diff_managed, mutate
 from webhook.quantity import parse_quantity
 
 K8S_VERSION = "1.35"
@@ -220,3 +220,20 @@ def test_pod_group_gets_queue_and_priority(config):
     assert result["spec"] == {"minMember": 2, "queue": "inference", "priorityClassName": "vgate-critical"}
     crd_validator("scheduling.volcano.sh_podgroups.yaml").validate(result)
     assert run(result, config).patch == []
+
+
+def test_managed_diff_escapes_removes_and_replaces_key_by_key():
+    """The patch diff_managed builds is RFC 6902 as the jsonpatch library applies it."""
+    original = {"metadata": {"annotations": {"x~y/z": "1", "gone": "2", "same": "3"}},
+                "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "1Gi"}}}]}}
+    target = {"metadata": {"annotations": {"x~y/z": "changed", "same": "3", "new/key": "4"}},
+              "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1"}}}]}}
+    fields = [("metadata", "annotations"), ("spec", "containers", 0, "resources"), ("spec", "schedulerName")]
+    ops = diff_managed(original, target, fields)
+    assert {"op": "replace", "path": "/metadata/annotations/x~0y~1z", "value": "changed"} in ops
+    assert {"op": "remove", "path": "/metadata/annotations/gone"} in ops
+    assert {"op": "add", "path": "/metadata/annotations/new~1key", "value": "4"} in ops
+    assert {"op": "replace", "path": "/spec/containers/0/resources/limits/memory", "value": "2Gi"} in ops
+    assert not any(op["path"].endswith("/same") for op in ops)
+    assert jsonpatch.apply_patch(original, ops) == target
+    assert diff_managed(target, target, fields) == []
