@@ -20,6 +20,7 @@ import yaml
 from conftest import corpus_file, pod, review
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from webhook.admission import decode_review
+from webhook.errors import RequestError
 from webhook.config import parse_config
 from webhook.mutation import diff_managed, mutate
 from webhook.quantity import parse_quantity
@@ -237,3 +238,21 @@ def test_managed_diff_escapes_removes_and_replaces_key_by_key():
     assert not any(op["path"].endswith("/same") for op in ops)
     assert jsonpatch.apply_patch(original, ops) == target
     assert diff_managed(target, target, fields) == []
+
+
+@pytest.mark.parametrize("nesting", ["object", "array", "mixed"])
+def test_depth_limit_is_exact(nesting):
+    """100 levels (the root object counts as one) pass the depth check; 101 do not."""
+    def nested(levels: int) -> Any:  # levels - 1 nested containers around a number
+        value: Any = 1
+        for level in range(levels - 1):
+            value = {"a": value} if nesting == "object" or (nesting == "mixed" and level % 2) else [value]
+        return value
+
+    for levels, passes in ((100, True), (101, False)):
+        body = orjson.dumps({**review(pod()), "deep": nested(levels)})
+        if passes:
+            decode_review(body, 100)
+        else:
+            with pytest.raises(RequestError, match="nested deeper than 100"):
+                decode_review(body, 100)
