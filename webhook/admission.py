@@ -149,5 +149,6 @@ def _check_depth(document: Any, max_depth: int) -> None:
             raise RequestError(400, f"JSON nested deeper than {max_depth} levels")
         deeper: list[Any] = []
         for node in level:
-            deeper += [v for v in (node.values() if type(node) is dict else node) if type(v) is dict or type(v) is list]
+            children = node.values() if type(node) is dict else node
+            deeper += [child for child in children if type(child) is dict or type(child) is list]
         level = deeper

@@ -3,8 +3,8 @@
 The object is changed on a copy and the JSON Patch is the difference between the two, taken only
 over the fields vgate manages, key by key (pointers, and their ``~0``/``~1`` escaping, built by
 jsonpointer), so an object that already complies yields an empty patch and a 4 KB pod costs
-~0.03 ms instead of ~1 ms for a whole-object ``jsonpatch.make_patch`` (~0.3 ms per field by
-field). Mutation is idempotent because every step only fills in what is missing.
+~0.05 ms, where ``jsonpatch.make_patch`` cost ~1 ms over the whole object and ~0.28 ms field by
+field. Mutation is idempotent because every step only fills in what is missing.
 
 Only CREATE is mutated. On UPDATE a pod's resources, priority, schedulerName and nodeSelector
 are immutable and a Volcano Job's spec is frozen but for scaling; the queue and QoS decisions

@@ -56,7 +56,7 @@ def _collect(node: Any, source: bytes, edits: list[_Edit], *, in_rule_body: bool
         return
     if isinstance(node.get("stmts"), list) and "span" in node:
         _guard_query(node, source, edits, in_rule_body)
-    for key, value in node.items():
+    for key, value in node.items():  # a rule body is the node with "is_else"; its query may lack braces
         _collect(value, source, edits, in_rule_body=key == "query" and "is_else" in node)
 
 
