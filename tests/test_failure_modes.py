@@ -109,3 +109,16 @@ def test_error_found_only_when_evaluated_exits_with_file_line_and_reason(tmp_pat
     assert result.returncode == 1
     assert f"{rule}:7:" in result.stderr and "used before definition" in result.stderr
     assert "Traceback" not in result.stderr and "Stack backtrace" not in result.stderr
+
+
+def test_vgate_test_reports_a_sample_whose_evaluation_fails(tmp_path):
+    """A rule breaking the decision contract fails its sample in `vgate test`; nothing escapes as a traceback."""
+    policies = exploding_policies(tmp_path)
+    (policies / "explodes" / "samples").mkdir()
+    (policies / "explodes" / "samples" / "denied-boom.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: web, labels: {boom: bad}}\n"
+        "spec: {containers: [{name: m, image: registry.example.com/app:1}]}\n")
+    result = subprocess.run([*VGATE, "test", str(policies)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert f"FAIL sample {policies}/explodes/samples/denied-boom.yaml: expected explodes" in result.stdout
+    assert "Traceback" not in result.stderr + result.stdout
