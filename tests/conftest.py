@@ -34,8 +34,13 @@ def corpus_file(*parts: str) -> Path:
     return path
 
 
+def yaml_documents(path: Path) -> list[dict[str, Any]]:
+    """The objects of a (multi-document) YAML file; empty documents dropped."""
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
 def corpus_documents(*parts: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(corpus_file(*parts).read_text()) if isinstance(d, dict)]
+    return yaml_documents(corpus_file(*parts))
 
 
 def review(obj: dict[str, Any], **options: Any) -> dict[str, Any]:

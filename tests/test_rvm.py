@@ -17,7 +17,7 @@ import pytest
 import regorus
 from prometheus_client import REGISTRY
 
-from conftest import POLICIES, copy_policies, pod, review
+from conftest import POLICIES, copy_policies, pod, review, yaml_documents
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from webhook.engine import RegorusEngine, load_policy_set
 from webhook.offline import admit
@@ -111,14 +111,8 @@ def sensitive(workload: dict[str, Any]) -> dict[str, Any]:
 def workloads() -> list[tuple[str, dict[str, Any]]]:
     found = [*corpus_pods(), *corpus_volcano_jobs(), ("every-field Pod", fixture_pod())]
     for sample in sorted(POLICIES.glob("*/samples/*.yaml")):
-        found.extend((str(sample), document) for document in _documents(sample))
+        found.extend((str(sample), document) for document in yaml_documents(sample))
     return found
-
-
-def _documents(path):
-    import yaml
-
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 def test_rvm_and_interpreter_decide_every_workload_alike(engine, config):

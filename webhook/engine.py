@@ -112,19 +112,23 @@ def compile_engine(policy_set: PolicySet, data: dict[str, Any]) -> regorus.Engin
         except RuntimeError as exc:
             raise policy_error(exc, path) from None
     engine.add_data_json(json.dumps(data))
-    engine.add_policy(_ENTRY_FILE, entry_module(_decision_rules(policy_set)))
+    engine.add_policy(*_entry(policy_set))
     return engine
 
 
 def compile_program(policy_set: PolicySet, data: dict[str, Any]) -> bytes:
     """The policy set and its entry as RVM bytecode (see rvm.py); PolicyError if the RVM refuses it."""
-    modules = [*policy_set.files, (_ENTRY_FILE, entry_module(_decision_rules(policy_set)))]
     try:
-        return rvm.compile_program(modules, data, _ENTRY_RESULT)
+        return rvm.compile_program([*policy_set.files, _entry(policy_set)], data, _ENTRY_RESULT)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
         raise policy_error(exc, _ENTRY_FILE) from None
+
+
+def _entry(policy_set: PolicySet) -> tuple[str, str]:
+    """The generated entry module, as (file name, text), that both engines load beside the files."""
+    return _ENTRY_FILE, entry_module(_decision_rules(policy_set))
 
 
 def _decision_rules(policy_set: PolicySet) -> dict[str, set[str]]:
