@@ -29,6 +29,8 @@ def test_shipped_example_config_loads():
     ("queues:\n  definitions:\n    default: {priorityClass: gold}\n", 3, "priority class 'gold' has no value"),
     ("qos:\n  memory:\n    burstable:\n      request: 2Gi\n      limit: 1Gi\n", 5, "limit 1Gi is below request 2Gi"),
     ("queues:\n  bySelector:\n    - queue: nope\n      selector: {}\n", 3, "queue 'nope' is not in queues/definitions"),
+    ("queues:\n  byNamespace: {team-a: gpu}\n  definitions:\n    default: {}\n    gpu: {namespaces: [team-b]}\n",
+     2, "namespace 'team-a' may not use queue 'gpu'"),
     ("- a list\n", 1, "must be a mapping"),
     ("a: [1,\n", 2, "invalid YAML"),
 ])

@@ -8,6 +8,7 @@ never carries fallbacks of its own. Errors name the file and the line of the off
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -142,6 +143,12 @@ def _check_cross_references(document: dict[str, Any], text: str, source: str) ->
     for path, queue in references:
         if queue not in definitions:
             raise ConfigError(source, _line_of(text, path), f"{'/'.join(map(str, path))}: queue {queue!r} is not in queues/definitions")
+    for namespace, queue in queues["byNamespace"].items():
+        if not any(fnmatch.fnmatchcase(namespace, glob) for glob in definitions[queue].get("namespaces", ["*"])):
+            path = ["queues", "byNamespace", namespace]
+            raise ConfigError(source, _line_of(text, path), f"{'/'.join(path)}: namespace {namespace!r} may not use "
+                              f"queue {queue!r} (queues/definitions/{queue}/namespaces): vgate would inject a queue "
+                              "it then denies")
     for name, spec in definitions.items():
         klass = spec.get("priorityClass")
         if klass is not None and klass not in priorities:

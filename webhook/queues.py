@@ -2,6 +2,11 @@
 
 Order, first match wins: the queue the user named (kept; /validate judges whether the namespace
 may use it), the namespace's queue, the first label selector that matches, the default queue.
+
+Volcano's own name ``default`` means "no queue chosen", as it does for Volcano: its Job and
+PodGroup CRDs default ``spec.queue`` to ``default`` before any webhook runs, and its PodGroup
+mutator (pkg/webhooks/admission/podgroups/mutate) replaces ``default`` with the namespace's queue.
+Were ``default`` the user's choice, no Job or PodGroup would ever get its namespace's queue.
 """
 
 from __future__ import annotations
@@ -12,11 +17,17 @@ from .config import Config
 from .workloads import selector_matches
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+VOLCANO_DEFAULT_QUEUE = "default"
+
+
+def is_chosen(requested: str | None) -> bool:
+    """Whether a workload really named a queue: not empty, and not Volcano's CRD default."""
+    return bool(requested) and requested != VOLCANO_DEFAULT_QUEUE
 
 
 def resolve_queue(config: Config, namespace: str, labels: Mapping[str, str], requested: str | None) -> str:
     """The queue for a workload in ``namespace`` with ``labels`` that asked for ``requested``."""
-    if requested:
+    if requested and is_chosen(requested):
         return requested
     queues = config.queues
     by_namespace = queues["byNamespace"].get(namespace)
