@@ -53,8 +53,9 @@ def crd_validator(filename: str) -> jsonschema.Draft4Validator:
 
 def test_pod_in_training_namespace_gets_queue_scheduler_priority_and_guaranteed_memory(config):
     result = mutated(pod(namespace="ml-training"), config)
-    assert result["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "training",
-                                                 "vgate.io/qos-class": "Guaranteed"}
+    assert result["metadata"]["annotations"] == {
+        "scheduling.volcano.sh/queue-name": "training", "vgate.io/qos-class": "Guaranteed",
+        "vgate.io/injected": "priority,priorityClassName,qosClass,queue,resources,schedulerName"}
     spec = result["spec"]
     assert spec["schedulerName"] == "volcano"
     assert (spec["priorityClassName"], spec["priority"]) == ("vgate-high", 100000)
@@ -66,7 +67,8 @@ def test_pod_in_training_namespace_gets_queue_scheduler_priority_and_guaranteed_
 def test_patch_creates_annotations_and_escapes_slashes(config):
     ops = run(pod(namespace="ml-training"), config).patch
     assert {"op": "add", "path": "/metadata/annotations",
-            "value": {"scheduling.volcano.sh/queue-name": "training", "vgate.io/qos-class": "Guaranteed"}} in ops
+            "value": {"scheduling.volcano.sh/queue-name": "training", "vgate.io/qos-class": "Guaranteed",
+                      "vgate.io/injected": "priority,priorityClassName,qosClass,queue,resources,schedulerName"}} in ops
     existing = run(pod(namespace="ml-training", annotations={"team": "a"}), config).patch
     paths = {op["path"] for op in existing}
     assert "/metadata/annotations/scheduling.volcano.sh~1queue-name" in paths
@@ -200,18 +202,32 @@ def test_corpus_volcano_jobs_match_the_crd_and_mutation_is_idempotent(config, wh
     first = run(source, config, namespace="ml-training")
     result = jsonpatch.apply_patch(review(source, namespace="ml-training")["request"]["object"], first.patch)
     crd_validator("batch.volcano.sh_jobs.yaml").validate(result)
-    assert result["spec"]["queue"] == (source["spec"].get("queue") or "training")
+    written = source["spec"].get("queue")
+    assert result["spec"]["queue"] == (written if written not in (None, "", "default") else "training")
     assert result["spec"]["schedulerName"] == source["spec"].get("schedulerName", "volcano")
     for task in result["spec"]["tasks"]:
         assert task["template"]["metadata"]["annotations"]["vgate.io/qos-class"] in first.qos_classes
     assert run(result, config, namespace="ml-training").patch == []
 
 
-def test_volcano_job_keeps_its_queue_and_gets_priority(config):
+def test_volcano_default_queue_means_none_chosen(config):
+    """Volcano's CRDs default spec.queue to `default` before any webhook: that is not a choice."""
     job = copy.deepcopy(dict(corpus_volcano_jobs())["job.yaml#0"])
+    assert job["spec"]["queue"] == "default"  # as written in the corpus, and as the CRD default fills it
     result = mutated(job, config, namespace="ml-training")
-    assert result["spec"]["queue"] == job["spec"]["queue"]
-    assert result["spec"]["priorityClassName"] == "vgate-normal"  # the job's own queue is not in the map
+    assert (result["spec"]["queue"], result["spec"]["priorityClassName"]) == ("training", "vgate-high")
+    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "pg", "namespace": "ml-inference"}, "spec": {"queue": "default", "minMember": 1}}
+    assert mutated(group, config)["spec"]["queue"] == "inference"
+    annotated = pod(namespace="ml-inference", annotations={"scheduling.volcano.sh/queue-name": "default"})
+    assert mutated(annotated, config)["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "inference"
+
+
+def test_volcano_job_keeps_a_queue_it_chose_and_gets_priority(config):
+    job = copy.deepcopy(dict(corpus_volcano_jobs())["job.yaml#0"])
+    job["spec"]["queue"] = "batch"
+    result = mutated(job, config, namespace="ml-training")
+    assert (result["spec"]["queue"], result["spec"]["priorityClassName"]) == ("batch", "vgate-low")
 
 
 def test_pod_group_gets_queue_and_priority(config):
@@ -256,3 +272,29 @@ def test_depth_limit_is_exact(nesting):
         else:
             with pytest.raises(RequestError, match="nested deeper than 100"):
                 decode_review(body, 100)
+
+
+def test_reinvocation_never_undoes_a_later_webhook_but_fills_what_it_added(config):
+    """vgate -> another webhook (Volcano's resource group scheduler, a sidecar injector) -> vgate again."""
+    first = mutated(pod(namespace="ml-training", schedulerName="default-scheduler"), config)
+    assert first["spec"]["schedulerName"] == "volcano"
+    later = copy.deepcopy(first)
+    later["spec"]["schedulerName"] = "default-scheduler"  # a Volcano resource group's schedulerName
+    later["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] = "batch"
+    later["spec"]["containers"].append({"name": "sidecar", "image": "registry.example.com/proxy:1"})
+    again = run(later, config)
+    assert {op["op"] for op in again.patch} == {"add"}
+    result = jsonpatch.apply_patch(later, again.patch)
+    assert result["spec"]["schedulerName"] == "default-scheduler"
+    assert result["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "batch"
+    assert result["spec"]["containers"][1]["resources"] == {"requests": {"cpu": "1", "memory": "4Gi"},
+                                                           "limits": {"cpu": "1", "memory": "4Gi"}}
+    assert run(result, config).patch == []
+
+
+def test_a_compliant_object_is_still_recorded_once(config):
+    """Without the record, a later pass could not tell vgate's choice from another webhook's."""
+    compliant = mutated(pod(namespace="ml-training"), config)
+    del compliant["metadata"]["annotations"]["vgate.io/injected"]
+    ops = run(compliant, config).patch
+    assert ops == [{"op": "add", "path": "/metadata/annotations/vgate.io~1injected", "value": "none"}]

@@ -9,6 +9,13 @@ field. Mutation is idempotent because every step only fills in what is missing.
 Only CREATE is mutated. On UPDATE a pod's resources, priority, schedulerName and nodeSelector
 are immutable and a Volcano Job's spec is frozen but for scaling; the queue and QoS decisions
 were recorded at CREATE and rewriting them on a running workload would misstate them.
+
+Reinvocation: the API server calls vgate again (``reinvocationPolicy: IfNeeded``) when a later
+webhook changed the object, e.g. Volcano's pod mutator setting a resource group's scheduler.
+vgate's first pass records itself in the ``vgate.io/injected`` annotation (what it set, or
+``none``); a pass that finds the record only adds what is missing (a container another webhook
+injected gets its QoS resources) and never replaces or removes a value, so it cannot undo another
+webhook's decision. A forged record only makes vgate fill in less: /validate judges the result.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from .admission import AdmissionRequest
 from .config import Config
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, resolve_queue
-from .workloads import (Workload, annotations_of, classify, is_exempt, labels_of, matches_globs,
+from .workloads import (MUTATED, Workload, annotations_of, classify, is_exempt, labels_of, matches_globs,
                         set_annotation, task_templates)
 
+FieldPath = tuple[str | int, ...]  # a JSON path from the object's root, before RFC 6901 escaping
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
+INJECTED_ANNOTATION = "vgate.io/injected"
+_RECORDED_ANNOTATIONS = {QUEUE_ANNOTATION: "queue", QOS_ANNOTATION: "qosClass"}
 
 
 @dataclass
@@ -45,7 +55,7 @@ class Mutation:
 def mutate(request: AdmissionRequest, config: Config) -> Mutation:
     """The mutation for one admission request; an empty Mutation when nothing applies."""
     workload = classify(request)
-    if (workload is None or request.operation != "CREATE" or request.object is None
+    if (workload not in MUTATED or request.operation != "CREATE" or request.object is None
             or is_exempt(request.namespace, config)):
         return Mutation()
     original = request.object
@@ -57,31 +67,49 @@ def mutate(request: AdmissionRequest, config: Config) -> Mutation:
         result = _mutate_job(mutated, namespace, config)
     else:
         result = _mutate_pod_group(mutated, namespace, config)
-    result.patch = diff_managed(original, mutated, managed_fields(workload, mutated))
+    fields = managed_fields(workload, mutated)
+    if INJECTED_ANNOTATION in annotations_of(original):
+        result.patch = [op for op in diff_managed(original, mutated, fields) if op["op"] == "add"]
+        return result
+    set_annotation(mutated, INJECTED_ANNOTATION, ",".join(injected(original, mutated, fields)) or "none")
+    result.patch = diff_managed(original, mutated, fields)
     return result
 
 
-Path = tuple[str | int, ...]
+def injected(original: dict[str, Any], mutated: dict[str, Any], fields: list[FieldPath]) -> list[str]:
+    """What mutation set, by name (queue, schedulerName, priorityClassName, priority, qosClass, resources)."""
+    names: set[str] = set()
+    for path in fields:
+        if path[-1] == "annotations":
+            before, after = (_lookup(document, path) for document in (original, mutated))
+            before, after = (a if isinstance(a, dict) else {} for a in (before, after))
+            names |= {name for key, name in _RECORDED_ANNOTATIONS.items() if before.get(key) != after.get(key)}
+        elif _lookup(original, path) != _lookup(mutated, path):
+            names.add(str(path[-1]))
+    return sorted(names)
+
+
 _MISSING = object()
 
 
-def managed_fields(workload: Workload, obj: dict[str, Any]) -> list[Path]:
+def managed_fields(workload: Workload, obj: dict[str, Any]) -> list[FieldPath]:
     """Every field mutation may add or change, as paths from the object's root."""
     if workload is Workload.POD:
         return [("metadata", "annotations"), ("spec", "schedulerName"), ("spec", "priorityClassName"),
                 ("spec", "priority"), *_resource_fields(("spec",), obj.get("spec"))]
     if workload is Workload.POD_GROUP:
-        return [("spec", "queue"), ("spec", "priorityClassName")]
-    fields: list[Path] = [("spec", "queue"), ("spec", "schedulerName"), ("spec", "priorityClassName")]
+        return [("metadata", "annotations"), ("spec", "queue"), ("spec", "priorityClassName")]
+    fields: list[FieldPath] = [("metadata", "annotations"), ("spec", "queue"), ("spec", "schedulerName"),
+                               ("spec", "priorityClassName")]
     for index, task in enumerate((obj.get("spec") or {}).get("tasks") or []):
         template = task.get("template") if isinstance(task, dict) else None
         if isinstance(template, dict):
-            prefix: Path = ("spec", "tasks", index, "template")
+            prefix: FieldPath = ("spec", "tasks", index, "template")
             fields += [(*prefix, "metadata", "annotations"), *_resource_fields((*prefix, "spec"), template.get("spec"))]
     return fields
 
 
-def _resource_fields(prefix: Path, spec: Any) -> list[Path]:
+def _resource_fields(prefix: FieldPath, spec: Any) -> list[FieldPath]:
     if not isinstance(spec, dict):
         return []
     return [(*prefix, kind, index, "resources")
@@ -89,14 +117,14 @@ def _resource_fields(prefix: Path, spec: Any) -> list[Path]:
             for index, container in enumerate(spec.get(kind) or []) if isinstance(container, dict)]
 
 
-def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list[Path]) -> list[dict[str, Any]]:
+def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list[FieldPath]) -> list[dict[str, Any]]:
     """The JSON Patch from ``original`` to ``mutated``, looking only at ``fields``.
 
     A field whose parent is missing is added whole at the first missing level (so a pod with no
     annotations gets one ``add /metadata/annotations``), once even if several fields share it.
     """
     ops: list[dict[str, Any]] = []
-    added: list[Path] = []
+    added: list[FieldPath] = []
     for path in fields:
         target = _lookup(mutated, path)
         if target is _MISSING or any(path[:len(a)] == a for a in added):
@@ -115,7 +143,7 @@ def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list
     return ops
 
 
-def _diff(path: Path, old: Any, new: Any) -> list[dict[str, Any]]:
+def _diff(path: FieldPath, old: Any, new: Any) -> list[dict[str, Any]]:
     """add/remove/replace operations from ``old`` to ``new`` at ``path``, key by key in objects.
 
     Mutation only adds keys to and changes values in small objects (annotations, resources), so
@@ -136,7 +164,7 @@ def _diff(path: Path, old: Any, new: Any) -> list[dict[str, Any]]:
     return ops
 
 
-def _lookup(document: Any, path: Path) -> Any:
+def _lookup(document: Any, path: FieldPath) -> Any:
     for key in path:
         if isinstance(document, dict) and key in document:
             document = document[key]
@@ -147,7 +175,7 @@ def _lookup(document: Any, path: Path) -> Any:
     return document
 
 
-def _pointer(path: Path) -> str:
+def _pointer(path: FieldPath) -> str:
     """RFC 6901 pointer, each token escaped by jsonpointer (``~`` → ``~0``, ``/`` → ``~1``)."""
     return "".join("/" + escape(str(key)) for key in path)
 
