@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from webhook.config import load_config
+from webhook.config import load_config, parse_config
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +52,31 @@ def test_webhook_configurations(rendered, kind, path, failure_policy):
     assert webhook["sideEffects"] == "None" and webhook["admissionReviewVersions"] == ["v1"]
     assert 1 <= webhook["timeoutSeconds"] <= 10
     assert webhook["failurePolicy"] == failure_policy
-    excluded = webhook["namespaceSelector"]["matchExpressions"][0]
-    assert excluded["key"] == "kubernetes.io/metadata.name" and excluded["operator"] == "NotIn"
-    assert set(excluded["values"]) == {"kube-system", "vgate-system"}
-    resources = {(r["apiGroups"][0], r["resources"][0]) for r in webhook["rules"]}
-    assert resources == {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
+    resources = {(group, resource, operation) for rule in webhook["rules"] for group in rule["apiGroups"]
+                 for resource in rule["resources"] for operation in rule["operations"]}
+    vgate_kinds = {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
     if kind.startswith("Mutating"):
+        assert resources == {(group, resource, "CREATE") for group, resource in vgate_kinds}
         assert webhook["reinvocationPolicy"] == "IfNeeded"
+    else:
+        controllers = {("apps", r) for r in ("deployments", "statefulsets", "daemonsets", "replicasets")}
+        controllers |= {("", "replicationcontrollers"), ("batch", "jobs"), ("batch", "cronjobs")}
+        assert resources == {(g, r, op) for g, r in vgate_kinds | controllers for op in ("CREATE", "UPDATE")} | {
+            ("", "pods/ephemeralcontainers", "UPDATE")}
+
+
+@pytest.mark.parametrize("kind", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"])
+def test_webhook_exemptions_equal_the_configs_one_list(rendered, kind, tmp_path):
+    """The platform's namespaces are exempt once: the config's list is what the API server skips."""
+    config_map = next(d for k, d in rendered.items() if k.startswith("ConfigMap/vgate-config"))
+    (tmp_path / "vgate.yaml").write_text(config_map["data"]["vgate.yaml"])
+    exempt = load_config(tmp_path / "vgate.yaml").document["exemptNamespaces"]
+    assert exempt == load_config(None).document["exemptNamespaces"] == parse_config("{}").document["exemptNamespaces"]
+    assert {"kube-system", "kube-public", "kube-node-lease", "volcano-system", "vgate-system"} <= set(exempt)
+    by_name, by_label = rendered[f"{kind}/vgate"]["webhooks"][0]["namespaceSelector"]["matchExpressions"]
+    assert (by_name["key"], by_name["operator"]) == ("kubernetes.io/metadata.name", "NotIn")
+    assert sorted(by_name["values"]) == sorted(name for name in exempt if not set("*?[") & set(name))
+    assert by_label == {"key": "vgate.io/exempt", "operator": "NotIn", "values": ["true"]}
 
 
 def test_shipped_cluster_config_is_valid_and_its_priority_classes_exist(rendered, tmp_path):

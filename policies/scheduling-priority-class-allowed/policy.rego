@@ -3,6 +3,9 @@
 # description: |
 #   A workload's priority class must be one its queue allows (allowedPriorityClasses, else the
 #   queue's own priorityClass): a batch queue must not preempt inference by naming a higher class.
+#   Kubernetes' own system-node-critical and system-cluster-critical are never denied: the Priority
+#   admission plugin allows them in every namespace (limit them with a ResourceQuota scopeSelector,
+#   as Kubernetes documents), and node agents such as device plugins and log shippers need them.
 # custom:
 #   id: scheduling-priority-class-allowed
 #   severity: medium
@@ -23,10 +26,14 @@ allowed := definition.allowedPriorityClasses
 
 allowed := [definition.priorityClass] if not definition.allowedPriorityClasses
 
+# The Priority admission plugin's built-in classes (scheduling.SystemPriorityClasses).
+system_classes := {"system-node-critical", "system-cluster-critical"}
+
 deny contains {"rule": "scheduling-priority-class-allowed", "msg": msg} if {
 	is_create
 	class := object.get(obj.spec, "priorityClassName", "")
 	class != ""
+	not class in system_classes
 	not class in allowed
 	msg := sprintf(
 		"%s in queue %q uses priority class %q; that queue allows %v: remove priorityClassName or use an allowed class",

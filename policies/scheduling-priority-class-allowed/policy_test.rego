@@ -31,3 +31,12 @@ test_queue_without_list_allows_only_its_own_class if {
 test_unknown_queues_are_left_to_the_queue_rule if {
 	count(denials(in_queue("nope", "anything"))) == 0
 }
+
+test_kubernetes_system_classes_are_never_denied if {
+	count(denials(in_queue("training", "system-node-critical"))) == 0
+	count(denials(in_queue("default", "system-cluster-critical"))) == 0
+}
+
+test_a_class_named_like_a_system_class_is_judged if {
+	count(denials(in_queue("training", "system-node-critical-2"))) == 1
+}
