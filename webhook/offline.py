@@ -32,8 +32,10 @@ class OfflineResult:
 
 
 def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace: str | None = None,
-               user: str = "vgate-offline", uid: str = "offline", dry_run: bool = True) -> dict[str, Any]:
-    """An AdmissionReview as the API server would send it for ``manifest``."""
+               user: str = "vgate-offline", uid: str = "offline", dry_run: bool = True,
+               old_object: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An AdmissionReview as the API server would send it for ``manifest`` (on UPDATE, the object
+    before is ``old_object``, else the same object)."""
     group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
     metadata = manifest.get("metadata") or {}
     namespace = namespace or metadata.get("namespace") or "default"
@@ -51,7 +53,7 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
             "operation": operation,
             "userInfo": {"username": user, "groups": ["system:authenticated"]},
             "object": obj,
-            "oldObject": obj if operation == "UPDATE" else None,
+            "oldObject": (old_object or obj) if operation == "UPDATE" else None,
             "dryRun": dry_run,
         },
     }

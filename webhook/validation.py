@@ -8,8 +8,11 @@ silently admits what it was meant to stop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+
+import orjson
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
@@ -17,7 +20,8 @@ from .enforcement import Outcome, enforce
 from .engine import PolicyEngine, PolicyResult
 from .errors import EvaluationError
 from .exceptions import PolicyException
-from .workloads import classify, is_exempt, labels_of
+from .pod_templates import named_for_controller, pod_of, template_changed
+from .workloads import Workload, classify, is_exempt, labels_of
 
 
 @dataclass
@@ -35,18 +39,30 @@ class Validation:
 
 
 def validate(request: AdmissionRequest, input_json: str, engine: PolicyEngine, config: Config,
-             exceptions: list[PolicyException] = (), now: datetime | None = None) -> Validation:
-    """Evaluate the policies on one request (given as the AdmissionReview's JSON text)."""
-    if classify(request) is None:
+             exceptions: Sequence[PolicyException] = (), now: datetime | None = None) -> Validation:
+    """Evaluate the policies on one request (given as the AdmissionReview's JSON text).
+
+    A pod controller is evaluated as the pod its template will create (``pod_templates``).
+    """
+    workload = classify(request)
+    if workload is None:
         return Validation(Decision())
     if is_exempt(request.namespace, config):
         return Validation(Decision(), exempt=True)
+    obj = request.object or request.old_object or {}
+    controller = workload is Workload.POD_CONTROLLER
+    if controller and not template_changed(request):
+        return Validation(Decision())
     try:
+        if controller:
+            obj, review = pod_of(request, config)
+            input_json = orjson.dumps(review).decode()
         result = engine.evaluate(input_json)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
         return _failed(request, reason, engine.revision, config.server["failureMode"])
-    obj = request.object or request.old_object or {}
+    if controller:
+        result = named_for_controller(result, request)
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
                        labels=labels_of(obj), now=now or datetime.now(timezone.utc))
     return Validation(_decide(request, outcomes, engine.revision), outcomes, result)

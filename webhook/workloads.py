@@ -1,8 +1,11 @@
 """Which objects vgate handles, and where their pod specs and labels live.
 
-Three kinds carry scheduling intent: core Pods, Volcano ``batch.volcano.sh/v1alpha1`` Jobs (one
-pod template per task) and ``scheduling.volcano.sh/v1beta1`` PodGroups (queue and priority only).
-Everything else is allowed untouched.
+Three kinds carry scheduling intent and are mutated and validated: core Pods, Volcano
+``batch.volcano.sh/v1alpha1`` Jobs (one pod template per task) and ``scheduling.volcano.sh/v1beta1``
+PodGroups (queue and priority only). Two more are validated only: pod controllers (their template
+is judged as the pod it will create, see ``pod_templates``) and ``kubectl debug``'s UPDATE of the
+``pods/ephemeralcontainers`` subresource (the containers it adds). Everything else is allowed
+untouched.
 """
 
 from __future__ import annotations
@@ -22,20 +25,29 @@ class Workload(str, Enum):
     POD = "Pod"
     VOLCANO_JOB = "Job.batch.volcano.sh"
     POD_GROUP = "PodGroup.scheduling.volcano.sh"
+    POD_CONTROLLER = "pod controller"
+    EPHEMERAL_CONTAINERS = "pods/ephemeralcontainers"
 
+
+MUTATED = (Workload.POD, Workload.VOLCANO_JOB, Workload.POD_GROUP)
 
 _HANDLED = {
     ("", "v1", "Pod"): Workload.POD,
     ("batch.volcano.sh", "v1alpha1", "Job"): Workload.VOLCANO_JOB,
     ("scheduling.volcano.sh", "v1beta1", "PodGroup"): Workload.POD_GROUP,
+    **{(group, "v1", kind): Workload.POD_CONTROLLER for group, kind in (
+        ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
+        ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob"))},
 }
 
 
 def classify(request: AdmissionRequest) -> Workload | None:
     """The workload kind of a request, or None for kinds and subresources vgate leaves alone."""
+    key = (request.group, request.version, request.kind)
     if request.sub_resource:
-        return None
-    return _HANDLED.get((request.group, request.version, request.kind))
+        is_debug = request.sub_resource == "ephemeralcontainers" and _HANDLED.get(key) is Workload.POD
+        return Workload.EPHEMERAL_CONTAINERS if is_debug else None
+    return _HANDLED.get(key)
 
 
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:

@@ -84,3 +84,19 @@ job(labels, specs) := review({"group": "batch.volcano.sh", "version": "v1alpha1"
 })
 
 as_update(r) := json.patch(r, [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
+
+# kubectl debug: an UPDATE of pods/ephemeralcontainers that adds `added` to a running pod (scheduled,
+# so spec.nodeName is set) whose ephemeral containers were `before`.
+debug(spec, before, added) := json.patch(
+	review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", running(spec, array.concat(before, added))),
+	[
+		{"op": "add", "path": "/request/subResource", "value": "ephemeralcontainers"},
+		{"op": "add", "path": "/request/oldObject", "value": running(spec, before)},
+	],
+)
+
+running(spec, ephemeral) := {
+	"apiVersion": "v1", "kind": "Pod",
+	"metadata": {"name": "p", "namespace": "ml-training"},
+	"spec": object.union(spec, {"nodeName": "node-1", "ephemeralContainers": ephemeral}),
+}

@@ -49,11 +49,30 @@ judged_specs := [{"where": where, "metadata": object.get(task.template, "metadat
 	is_volcano_job
 }
 
-# Every container (init containers first) of every judged pod spec, with that spec.
+# kubectl debug: an UPDATE of the pods/ephemeralcontainers subresource adds containers to a running
+# pod. Its spec was judged at creation and cannot change, so only the added containers are judged.
+is_ephemeral_update if {
+	input.request.operation == "UPDATE"
+	input.request.subResource == "ephemeralcontainers"
+	is_pod
+}
+
+# Every container (init containers first) of every judged pod spec, with that spec; for kubectl
+# debug, each ephemeral container the request adds, with the pod's spec.
 judged_containers := [{"where": judged.where, "spec": judged.spec, "container": container} |
 	some judged in judged_specs
 	some container in containers(judged.spec)
-]
+] if not is_ephemeral_update
+
+judged_containers := [{"where": "pod (ephemeral)", "spec": obj.spec, "container": container} |
+	some container in object.get(obj.spec, "ephemeralContainers", [])
+	not container.name in debugged_before
+] if is_ephemeral_update
+
+# Names of the ephemeral containers the pod had before this request.
+debugged_before contains container.name if {
+	some container in object.get(input.request, ["oldObject", "spec", "ephemeralContainers"], [])
+}
 
 labels_of(metadata) := object.get(metadata, "labels", {})
 

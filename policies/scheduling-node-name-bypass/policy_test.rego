@@ -21,3 +21,8 @@ test_denies_node_name_in_a_job_template if {
 test_allows_binding_updates_of_scheduled_pods if {
 	count(denials(testing.as_update(testing.pod({}, {"nodeName": "gpu-node-7"})))) == 0
 }
+
+test_a_debug_request_does_not_judge_the_running_pods_node_name_again if {
+	added := [{"name": "debugger", "image": "registry.example.com/busybox:1"}]
+	count(denials(testing.debug(testing.container_spec([]), [], added))) == 0
+}

@@ -24,3 +24,15 @@ test_allows_unprivileged_container if {
 	spec := testing.container_spec([{"op": "add", "path": "/securityContext", "value": {"privileged": false}}])
 	count(denials(testing.pod({}, spec))) == 0
 }
+
+test_denies_a_privileged_ephemeral_container_kubectl_debug_adds if {
+	added := [{"name": "debugger", "image": "registry.example.com/busybox:1", "securityContext": {"privileged": true}}]
+	some violation in denials(testing.debug(testing.container_spec([]), [], added))
+	contains(violation.msg, "container debugger of pod (ephemeral) is privileged")
+}
+
+test_judges_only_the_ephemeral_containers_a_debug_request_adds if {
+	before := [{"name": "old", "image": "registry.example.com/busybox:1", "securityContext": {"privileged": true}}]
+	added := [{"name": "new", "image": "registry.example.com/busybox:1"}]
+	count(denials(testing.debug(testing.container_spec([]), before, added))) == 0
+}

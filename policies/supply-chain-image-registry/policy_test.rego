@@ -43,3 +43,9 @@ test_warns_on_latest_and_untagged_but_not_on_registry_ports if {
 	count(warnings(running({}, "registry.example.com:5000/app:2.1"))) == 0
 	count(denials(running({}, "registry.example.com/app:latest"))) == 0
 }
+
+test_denies_an_ephemeral_container_from_another_registry if {
+	added := [{"name": "debugger", "image": "docker.io/nicolaka/netshoot:latest"}]
+	some violation in denials(testing.debug(testing.container_spec([]), [], added))
+	contains(violation.msg, "debugger")
+}

@@ -1,0 +1,79 @@
+"""Pod controllers are judged by the pods they will create.
+
+A Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, batch Job or CronJob
+whose template breaks a rule would be admitted while every pod it creates is denied, visible only
+as controller events. So /validate judges the template instead, as the pod the controller will
+create and vgate's own mutation will deliver: the template's metadata and spec in the
+controller's namespace and under its name, mutated (queue, scheduler, priority, QoS) exactly as
+/mutate will mutate the pod, then evaluated as a Pod CREATE by the same rules. Rules therefore
+need no controller knowledge, and a template that relies on vgate's injection is not denied for
+what vgate will add. Messages name the controller: ``Deployment web: container app ...``.
+
+An UPDATE that leaves the template as it was creates no new pods and is not judged (scaling,
+labels, rollout pauses); one that changes it is judged like a CREATE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from .admission import AdmissionRequest
+from .config import Config
+from .engine import PolicyResult, Violation
+from .mutation import mutate
+
+
+def template_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The pod template of a controller object (a CronJob's is one level further down)."""
+    spec = (obj or {}).get("spec")
+    if kind == "CronJob":
+        spec = ((spec or {}).get("jobTemplate") or {}).get("spec") if isinstance(spec, dict) else None
+    template = spec.get("template") if isinstance(spec, dict) else None
+    return template if isinstance(template, dict) else None
+
+
+def template_changed(request: AdmissionRequest) -> bool:
+    """CREATE, or an UPDATE that gives the controller a different template (and so new pods)."""
+    return request.operation != "UPDATE" or (
+        template_of(request.object, request.kind) != template_of(request.old_object, request.kind))
+
+
+def controller_name(request: AdmissionRequest) -> str:
+    metadata = (request.object or {}).get("metadata") or {}
+    return request.name or (f"{metadata['generateName']}*" if metadata.get("generateName") else "(generated name)")
+
+
+def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod the controller will create, as /mutate delivers it, and the review to evaluate it in.
+
+    Raises ValueError for a controller without a template object (the API server rejects those).
+    """
+    template = template_of(request.object, request.kind)
+    if template is None or not isinstance(template.get("spec"), dict):
+        raise ValueError(f"{request.kind} {controller_name(request)} has no pod template (spec.template)")
+    metadata = dict(template.get("metadata") or {})
+    metadata.update(name=request.name or metadata.get("name", ""), namespace=request.namespace)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+    as_created = dataclasses.replace(request, group="", version="v1", kind="Pod", resource="pods",
+                                     operation="CREATE", sub_resource="", object=pod, old_object=None)
+    pod = jsonpatch.apply_patch(pod, mutate(as_created, config).patch)
+    review = orjson.loads(orjson.dumps(request.review))
+    review["request"].update(
+        kind={"group": "", "version": "v1", "kind": "Pod"}, resource={"group": "", "version": "v1", "resource": "pods"},
+        operation="CREATE", object=pod, oldObject=None)
+    review["request"].pop("subResource", None)
+    return pod, review
+
+
+def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> PolicyResult:
+    """Rule messages about the template's pod, retitled with the controller's kind and name."""
+    title = f"{request.kind} {controller_name(request)}: "
+
+    def retitle(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
+        return tuple(Violation(v.rule, title + v.message.removeprefix("Pod: ")) for v in violations)
+
+    return PolicyResult(retitle(result.deny), retitle(result.warn))
