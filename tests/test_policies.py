@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import POLICIES, VGATE, copy_policies, review
+from webhook.chain.model import Cluster
 from webhook.offline import admit
 from webhook.reports import policy_metadata
 
@@ -72,18 +73,22 @@ def eval_verdicts() -> dict[str, list[dict]]:
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config, engine, eval_verdicts,
                                                                   sample: Path):
+    """As the API server delivers them (defaults, built-in plugins) to a real server over HTTPS."""
     from_eval = eval_verdicts[str(sample)]
+    cluster = Cluster.build(config.document)
     for index, manifest in enumerate(filter(None, yaml.safe_load_all(sample.read_text()))):
-        offline = admit(manifest, config, engine)
+        offline = admit(manifest, config, engine, cluster=cluster)
+        assert offline.delivery is not None and offline.delivery.steps, "the model changed nothing"
         assert from_eval[index]["allowed"] is offline.validation.decision.allowed
         assert from_eval[index]["patch"] == offline.mutation.patch
         denied = [v["rule"] for v in from_eval[index]["violations"] if v["action"] == "deny"]
         assert denied == [o.rule for o in offline.validation.rules("deny")]
-        sent = review(manifest)
+        sent = review(offline.delivery.delivered)
         mutated = server.post("/mutate", sent).json()["response"]
         patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
         assert patch == offline.mutation.patch
         sent["request"]["object"] = jsonpatch.apply_patch(sent["request"]["object"], patch)
+        assert sent["request"]["object"] == offline.mutated
         verdict = server.post("/validate", sent).json()["response"]
         assert verdict["allowed"] is offline.validation.decision.allowed
         expected = sample.parent.parent.name

@@ -149,11 +149,28 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False))
+@click.option("--as-submitted", is_flag=True,
+              help="Judge the objects as written, skipping the model of the API server's admission chain.")
+@click.option("--with-volcano", is_flag=True,
+              help="Model Volcano's own mutating webhooks for Jobs, PodGroups and Pods after vgate's.")
+@click.option("--volcano-admission-config", "volcano_config", type=click.Path(dir_okay=False),
+              help="Volcano's webhook admission config (resourceGroups), for its pod mutator; implies --with-volcano.")
+@click.option("--crd", "crd_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A CustomResourceDefinition whose schema defaults the model applies (Volcano's ship with vgate). "
+                   "Repeatable.")
 def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None, user: str, output: str,
-                   config_path: str | None, policy_dir: str) -> None:
-    """Mutate and validate manifests offline; exit 0 allowed, 1 denied, 2 bad input."""
+                   config_path: str | None, policy_dir: str, as_submitted: bool, with_volcano: bool,
+                   volcano_config: str | None, crd_files: tuple[str, ...]) -> None:
+    """Mutate and validate manifests offline, as a cluster's admission chain delivers them.
+
+    Exit 0 allowed, 1 denied, 2 bad input.
+    """
     import json as jsonlib
 
+    from .chain.crd_defaults import read_crd_file
+    from .chain.errors import ModelError
+    from .chain.model import Cluster
+    from .chain.volcano import read_admission_config
     from .config import load_config
     from .engine import RegorusEngine, load_policy_set
     from .evaluate import ManifestError, evaluate, load_manifests
@@ -161,9 +178,13 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     try:
         config = load_config(config_path)
         engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+        cluster = None if as_submitted else Cluster.build(
+            config.document, [crd for path in crd_files for crd in read_crd_file(path)],
+            with_volcano=with_volcano or volcano_config is not None,
+            resource_groups=read_admission_config(volcano_config) if volcano_config else [])
         verdicts = evaluate(load_manifests(list(files)), config, engine,
-                            operation=operation, namespace=namespace, user=user)
-    except (SourceError, ManifestError) as error:
+                            operation=operation, namespace=namespace, user=user, cluster=cluster)
+    except (SourceError, ManifestError, ModelError) as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)
     if output == "json":

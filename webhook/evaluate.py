@@ -1,19 +1,29 @@
 """`vgate eval`: the whole admission path for manifests on disk, without a cluster.
 
-Reads every document (multi-document YAML, `List` objects expanded), mutates it, validates the
-mutated object, and reports the patch as a diff of the YAML plus every violation and warning,
-like `kyverno apply` or `gator test`. Exit status: 0 all allowed, 1 any denied, 2 bad input.
+Reads every document (multi-document YAML, `List` objects expanded). By default each object goes
+through the modelled admission chain (``chain.model``: the API server's defaults and built-in
+plugins, vgate's mutation, Volcano's webhooks with ``--with-volcano``, reinvocation), then vgate
+validates what comes out; ``--as-submitted`` judges the objects as written. The report shows each
+step that changed something, vgate's own patch as a diff of the YAML, and every violation and
+warning, like `kyverno apply` or `gator test`. Namespace and PriorityClass objects among the
+manifests describe the cluster (a namespace's labels and Volcano queue annotation, the classes
+the Priority plugin resolves) and are not judged themselves.
+Exit status: 0 all allowed, 1 any denied, 2 bad input.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import yaml
 
+from .chain.errors import ModelError
+from .chain.model import Cluster, Delivery
 from .config import Config
 from .engine import PolicyEngine
 from .errors import RequestError
@@ -41,6 +51,7 @@ class Verdict:
 
     def as_json(self) -> dict[str, Any]:
         decision = self.result.validation.decision
+        delivery = self.result.delivery
         return {
             "source": self.source, "kind": self.manifest.get("kind"),
             "namespace": (self.result.mutated.get("metadata") or {}).get("namespace"),
@@ -49,18 +60,44 @@ class Verdict:
             "violations": [{"rule": o.rule, "message": o.message, "action": o.action, "exception": o.exception}
                            for o in self.result.validation.outcomes],
             "warnings": decision.warnings, "error": self.result.validation.error,
+            "exempt": self.result.validation.exempt,
+            **({"chain": [{"step": s.name, "source": s.source, "patch": s.patch} for s in delivery.steps],
+                "refused": delivery.refused} if delivery else {}),
         }
 
     def as_text(self) -> str:
         decision = self.result.validation.decision
         lines = [f"{'ALLOWED' if decision.allowed else 'DENIED'}  {self.title}  ({self.source})"]
-        diff = patch_diff(self.result.submitted, self.result.mutated)
-        lines += [f"  {line}" for line in diff] if diff else ["  no patch"]
+        delivery = self.result.delivery
+        if delivery is None:
+            diff = patch_diff(self.result.submitted, self.result.mutated)
+            lines += [f"  {line}" for line in diff] if diff else ["  no patch"]
+        else:
+            lines += self._chain_lines(delivery)
+        if self.result.validation.exempt:
+            lines.append("  exempt   vgate leaves this namespace alone (exemptNamespaces or the vgate.io/exempt label)")
+        if delivery is not None and delivery.refused:
+            lines.append(f"  refused  {delivery.refused}")
         lines += [f"  {o.action:8s}[{o.rule}] {o.message}" + (f" (exception {o.exception})" if o.exception else "")
                   for o in self.result.validation.outcomes]
         if self.result.validation.error:
             lines.append(f"  error {self.result.validation.error}")
         return "\n".join(lines)
+
+    def _chain_lines(self, delivery: Delivery) -> list[str]:
+        """Each step that changed the object: vgate's as a YAML diff, the others as patch lines."""
+        lines = []
+        for step in delivery.steps:
+            lines.append(f"  {step.name}  [{step.source}]")
+            if step.name.startswith("webhook mutate.vgate.io"):
+                lines += [f"    {line}" for line in patch_diff(step.before, jsonpatch.apply_patch(step.before, step.patch))]
+            else:
+                lines += [f"    {op['op']} {op['path']}" + (f": {_short(op['value'])}" if "value" in op else "")
+                          for op in step.patch]
+        if not any(s.name.startswith("webhook mutate.vgate.io") for s in delivery.steps):
+            lines.append("  webhook mutate.vgate.io: no patch" if delivery.vgate_called
+                         else "  webhook mutate.vgate.io: not called (namespaceSelector)")
+        return lines
 
 
 def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -88,15 +125,26 @@ def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine: PolicyEngine, *,
-             operation: str, namespace: str | None, user: str) -> list[Verdict]:
+             operation: str, namespace: str | None, user: str, cluster: Cluster | None = None) -> list[Verdict]:
+    """Judge each manifest; Namespaces and PriorityClasses describe the cluster and are not judged."""
+    context = Cluster.build(config.document) if cluster is None else cluster
+    judged = [(source, manifest) for source, manifest in manifests if not context.learn(manifest)]
     verdicts = []
-    for source, manifest in manifests:
+    for source, manifest in judged:
         try:
-            result = admit(manifest, config, engine, operation=operation, namespace=namespace, user=user)
+            result = admit(manifest, config, engine, cluster=cluster, operation=operation, namespace=namespace,
+                           user=user)
         except RequestError as exc:
             raise ManifestError(f"{source}: {exc.message}") from exc
+        except ModelError as exc:
+            raise ManifestError(f"{source}: {exc}") from exc
         verdicts.append(Verdict(source, manifest, result))
     return verdicts
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def patch_diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

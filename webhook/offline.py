@@ -15,7 +15,8 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from .admission import decode_review
+from .admission import Decision, decode_review
+from .chain.model import Cluster, Delivery, deliver
 from .config import Config
 from .engine import PolicyEngine
 from .exceptions import PolicyException
@@ -26,9 +27,10 @@ from .validation import Validation, validate
 @dataclass(frozen=True)
 class OfflineResult:
     submitted: dict[str, Any]
-    mutation: Mutation
-    mutated: dict[str, Any]
+    mutation: Mutation  # vgate's (first) pass
+    mutated: dict[str, Any]  # what validation judged
     validation: Validation
+    delivery: Delivery | None = None  # the modelled admission chain, unless judged as submitted
 
 
 def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace: str | None = None,
@@ -60,8 +62,16 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
 
 
 def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
-          exceptions: Sequence[PolicyException] = (), **review_options: Any) -> OfflineResult:
-    """Mutate, apply the patch, and validate the mutated object, as the API server chains them."""
+          exceptions: Sequence[PolicyException] = (), *, cluster: Cluster | None = None,
+          **review_options: Any) -> OfflineResult:
+    """Mutate, apply the patch, and validate the mutated object, as the API server chains them.
+
+    With ``cluster``, the object first goes through the modelled admission chain (defaults,
+    built-in plugins, other webhooks, reinvocation: ``chain.model``), as a real API server
+    delivers it; without, it is judged as written.
+    """
+    if cluster is not None:
+        return _admit_through_chain(manifest, config, engine, exceptions, cluster, **review_options)
     review = review_for(manifest, **review_options)
     depth = config.server["maxJsonDepth"]
     submitted = review["request"]["object"]
@@ -71,3 +81,27 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
     body = orjson.dumps(review)
     verdict = validate(decode_review(body, depth), body.decode(), engine, config, exceptions)
     return OfflineResult(submitted, mutation, mutated, verdict)
+
+
+def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
+                         exceptions: Sequence[PolicyException], cluster: Cluster, **options: Any) -> OfflineResult:
+    operation = options.pop("operation", "CREATE")
+    namespace = options.pop("namespace", None) or (manifest.get("metadata") or {}).get("namespace") or "default"
+    depth = config.server["maxJsonDepth"]
+    passes: list[Mutation] = []
+
+    def vgate(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        passes.append(mutate(decode_review(orjson.dumps(review_for(obj, namespace=namespace, **options)), depth), config))
+        return passes[-1].patch
+
+    delivery = deliver(manifest, namespace, operation, cluster, vgate)
+    mutation = passes[0] if passes else Mutation()
+    if delivery.refused:
+        refusal = Decision(allowed=False, code=403, message=f"the API server refused it: {delivery.refused}")
+        return OfflineResult(manifest, mutation, delivery.final, Validation(refusal), delivery)
+    if not cluster.calls_vgate(namespace):
+        return OfflineResult(manifest, mutation, delivery.final, Validation(Decision(), exempt=True), delivery)
+    old = copy.deepcopy(delivery.final) if operation == "UPDATE" else None
+    body = orjson.dumps(review_for(delivery.final, operation=operation, namespace=namespace, old_object=old, **options))
+    verdict = validate(decode_review(body, depth), body.decode(), engine, config, exceptions)
+    return OfflineResult(manifest, mutation, delivery.final, verdict, delivery)

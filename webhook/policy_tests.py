@@ -20,6 +20,7 @@ import yaml
 from .config import Config
 from .engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
 from .errors import EvaluationError
+from .chain.model import Cluster
 from .offline import admit, review_for
 
 _TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
@@ -75,9 +76,11 @@ def _run_one(engine: Any, rule: str, path: str, line: int) -> UnitTest:
 
 
 def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
-    """Walk every rule folder's samples through mutation and validation."""
+    """Walk every rule folder's samples through the modelled admission chain (the API server's
+    defaults and plugins, vgate's mutation), then validation, as a cluster would deliver them."""
     policy_dir = Path(policy_dir)
     engine = RegorusEngine(load_policy_set(policy_dir), config.document)
+    cluster = Cluster.build(config.document)
     checks = []
     for sample in sorted(policy_dir.glob("*/samples/*.yaml")):
         rule_id = sample.parent.parent.name
@@ -85,7 +88,7 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
         for manifest in yaml.safe_load_all(sample.read_text()):
             if not manifest:
                 continue
-            result = admit(manifest, config, engine)
+            result = admit(manifest, config, engine, cluster=cluster)
             denied_by = tuple(sorted({v.rule for v in result.validation.result.deny}))
             passed = denied_by == (() if expected == "allowed" else (rule_id,)) and not result.validation.error
             agree = bool(result.validation.error) or _engines_agree(engine, result.mutated)  # an error fails it anyway

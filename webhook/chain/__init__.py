@@ -1,0 +1,1 @@
+"""A model of the admission chain a real API server runs before and around vgate (``vgate eval``)."""

@@ -1,0 +1,156 @@
+"""The API server's built-in defaulting of Pods and pod templates, before any admission plugin.
+
+Kubernetes decodes every request into its Go types and runs their defaulting functions, so a
+webhook never sees a Pod without ``schedulerName``, ``restartPolicy`` or ``dnsPolicy``. What this
+module fills in, each from kubernetes/kubernetes ``pkg/apis/core/v1/defaults.go`` unless noted:
+
+- ``SetDefaults_PodSpec``: ``dnsPolicy: ClusterFirst``, ``restartPolicy: Always``,
+  ``securityContext: {}``, ``terminationGracePeriodSeconds: 30``, ``schedulerName: default-scheduler``;
+- ``SetDefaults_Pod`` (Pods only, not templates): each container's missing requests from its
+  limits, ``enableServiceLinks: true``, and with ``hostNetwork`` each port's ``hostPort`` from
+  its ``containerPort``;
+- ``SetDefaults_Container`` (and ephemeral containers): ``imagePullPolicy`` (``Always`` for
+  ``:latest`` or no tag, else ``IfNotPresent``), ``terminationMessagePath: /dev/termination-log``,
+  ``terminationMessagePolicy: File``; a port's ``protocol: TCP`` (declarative default in
+  staging/src/k8s.io/api/core/v1/types.go);
+- ``SetDefaults_Probe`` and ``SetDefaults_HTTPGetAction`` for liveness, readiness and startup
+  probes and lifecycle hooks; ``SetDefaults_ObjectFieldSelector`` (``apiVersion: v1``);
+- ``SetDefaults_Volume`` (no source: ``emptyDir: {}``), ``defaultMode: 420`` of secret,
+  configMap, downwardAPI and projected volumes, ``SetDefaults_HostPathVolumeSource`` (``type: ""``),
+  ``SetDefaults_ServiceAccountTokenProjection`` (``expirationSeconds: 3600``).
+
+Not modelled: resource quantities are not rewritten to their canonical form (``0.5`` is served
+back as ``500m``; vgate parses both), pod-level resources, and defaults of rarely used volume
+types. Pod controllers' own fields (replicas, strategies) are not defaulted: vgate reads only
+their templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+_SPEC_DEFAULTS = {"dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                  "schedulerName": "default-scheduler"}
+_PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+_MODED_VOLUMES = ("secret", "configMap", "downwardAPI", "projected")
+_VOLUME_SOURCES = ("hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs",
+                   "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
+                   "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
+                   "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral",
+                   "image")
+
+
+def default_pod(pod: dict[str, Any]) -> None:
+    """Default a Pod in place, as the API server decodes it."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    default_pod_spec(spec)
+    for container in _containers(spec, ("initContainers", "containers")):
+        resources = container.get("resources")
+        if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, value in resources["limits"].items():
+                    requests.setdefault(name, value)
+        if spec.get("hostNetwork") is True:
+            for port in _dicts(container.get("ports")):
+                if not port.get("hostPort") and "containerPort" in port:
+                    port["hostPort"] = port["containerPort"]
+    spec.setdefault("enableServiceLinks", True)
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """Default a PodSpec in place (a Pod's, or a template's: SetDefaults_PodSpec and below)."""
+    for name, value in _SPEC_DEFAULTS.items():
+        if spec.get(name) in (None, ""):
+            spec[name] = value
+    if spec.get("securityContext") is None:
+        spec["securityContext"] = {}
+    for container in _containers(spec, _CONTAINER_LISTS):
+        _default_container(container)
+    for volume in _dicts(spec.get("volumes")):
+        _default_volume(volume)
+
+
+def _default_container(container: dict[str, Any]) -> None:
+    if not container.get("imagePullPolicy"):
+        container["imagePullPolicy"] = "Always" if image_tag(str(container.get("image", ""))) == "latest" else "IfNotPresent"
+    if not container.get("terminationMessagePath"):
+        container["terminationMessagePath"] = "/dev/termination-log"
+    if not container.get("terminationMessagePolicy"):
+        container["terminationMessagePolicy"] = "File"
+    for port in _dicts(container.get("ports")):
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+    for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(probe_name)
+        if isinstance(probe, dict):
+            for name, value in _PROBE_DEFAULTS.items():
+                if not probe.get(name):
+                    probe[name] = value
+            _default_http_get(probe.get("httpGet"))
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), dict):
+                _default_http_get(lifecycle[hook].get("httpGet"))
+    for env in _dicts(container.get("env")):
+        value_from = env.get("valueFrom")
+        if isinstance(value_from, dict):
+            _default_field_ref(value_from.get("fieldRef"))
+
+
+def _default_http_get(action: Any) -> None:
+    if isinstance(action, dict):
+        if not action.get("path"):
+            action["path"] = "/"
+        if not action.get("scheme"):
+            action["scheme"] = "HTTP"
+
+
+def _default_field_ref(field_ref: Any) -> None:
+    if isinstance(field_ref, dict) and not field_ref.get("apiVersion"):
+        field_ref["apiVersion"] = "v1"
+
+
+def _default_volume(volume: dict[str, Any]) -> None:
+    if not any(volume.get(source) is not None for source in _VOLUME_SOURCES):
+        volume["emptyDir"] = {}
+    for source in _MODED_VOLUMES:
+        if isinstance(volume.get(source), dict) and volume[source].get("defaultMode") is None:
+            volume[source]["defaultMode"] = 420
+    if isinstance(volume.get("hostPath"), dict) and volume["hostPath"].get("type") is None:
+        volume["hostPath"]["type"] = ""
+    for item in _dicts((volume.get("downwardAPI") or {}).get("items") if isinstance(volume.get("downwardAPI"), dict) else None):
+        _default_field_ref(item.get("fieldRef"))
+    projected = volume.get("projected")
+    for projection in _dicts(projected.get("sources") if isinstance(projected, dict) else None):
+        token = projection.get("serviceAccountToken")
+        if isinstance(token, dict) and token.get("expirationSeconds") is None:
+            token["expirationSeconds"] = 3600
+        downward = projection.get("downwardAPI")
+        for item in _dicts(downward.get("items") if isinstance(downward, dict) else None):
+            _default_field_ref(item.get("fieldRef"))
+
+
+def image_tag(image: str) -> str:
+    """The tag of an image reference as Kubernetes' parsers.ParseImageName reads it: ``latest``
+    when there is neither tag nor digest, empty when there is only a digest."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        return last.rsplit(":", 1)[1]
+    return "" if digest else "latest"
+
+
+def _containers(spec: dict[str, Any], lists: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    for name in lists:
+        yield from _dicts(spec.get(name))
+
+
+def _dicts(items: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(items, list):
+        yield from (item for item in items if isinstance(item, dict))

@@ -1,0 +1,246 @@
+"""The admission chain, step by step, as a real API server runs it around vgate.
+
+For a CREATE, in order (kube-apiserver's handler and ``pkg/kubeapiserver/options/plugins.go``):
+
+1. decoding with defaults: built-in defaulting for core types (``core_defaults``), structural-schema
+   defaults for custom resources (``crd_defaults``);
+2. the built-in mutating admission plugins: ServiceAccount, Priority, DefaultTolerationSeconds
+   (``plugins``; Pods only);
+3. MutatingAdmissionPolicies (none modelled: vgate ships none);
+4. mutating webhooks, configuration by configuration in name order: ``vgate`` before Volcano's
+   ``volcano-admission-service-*-mutate`` (``volcano``, with ``--with-volcano``); after each
+   webhook that patched, the object is decoded and defaulted again;
+5. reinvocation: a webhook with ``reinvocationPolicy: IfNeeded`` (vgate's) whose object a later
+   webhook changed is called once more, after the built-in plugins have run again;
+6. validation (ValidatingAdmissionPolicies and validating webhooks) of the final object.
+
+An UPDATE is decoded with defaults; the plugins and webhooks above act on CREATE only. The
+webhooks' ``namespaceSelector`` is honoured: in a namespace vgate's configuration exempts by name,
+or labelled ``vgate.io/exempt=true`` (give the Namespace object), vgate is not called at all.
+Every step records what it changed as a JSON Patch, for ``vgate eval`` to show.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+
+from . import core_defaults, plugins, volcano
+from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
+from .errors import ModelError
+
+EXEMPT_LABEL = "vgate.io/exempt"
+VGATE_WEBHOOK = "mutate.vgate.io"
+_VGATE_SOURCE = "vgate /mutate (deploy/mutatingwebhookconfiguration.yaml)"
+_CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io", "rbac.authorization.k8s.io",
+                "storage.k8s.io", "scheduling.k8s.io", "node.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
+                "admissionregistration.k8s.io", "apiextensions.k8s.io", "certificates.k8s.io", "events.k8s.io",
+                "flowcontrol.apiserver.k8s.io", "resource.k8s.io"}
+_POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
+                    ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
+_K8S = "kubernetes/kubernetes "
+_VOLCANO = "volcano-sh/volcano pkg/webhooks/admission/"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One link of the chain and what it changed."""
+
+    name: str
+    source: str
+    patch: list[dict[str, Any]]
+    before: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)  # the object it changed
+
+
+@dataclass
+class Cluster:
+    """What the model knows of the cluster: CRDs, Namespaces, PriorityClasses, Volcano's webhooks."""
+
+    crds: dict[tuple[str, str], CrdDefaults] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
+    priority_classes: dict[str, plugins.PriorityClass] = field(default_factory=dict)
+    exempt_names: frozenset[str] = frozenset()
+    with_volcano: bool = False
+    resource_groups: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, config_document: dict[str, Any], extra_crds: Iterable[CrdDefaults] = (), *,
+              with_volcano: bool = False, resource_groups: list[dict[str, Any]] | None = None) -> "Cluster":
+        """The shipped Volcano CRDs (replaced by ``extra_crds`` of the same kind) and the
+        PriorityClasses the gateway config names, with its globalDefault."""
+        crds = {(crd.group, crd.kind): crd for crd in [*shipped_crds(), *extra_crds]}
+        priorities = config_document["priorityClasses"]
+        classes = {name: plugins.PriorityClass(name, value, name == priorities["globalDefault"])
+                   for name, value in priorities["values"].items()}
+        exempt = frozenset(n for n in config_document["exemptNamespaces"] if not set("*?[") & set(n))
+        return cls(crds, {}, classes, exempt, with_volcano, resource_groups or [])
+
+    def learn(self, manifest: dict[str, Any]) -> bool:
+        """Take a Namespace or PriorityClass from the manifests as cluster state; True if it was one."""
+        kind, metadata = manifest.get("kind"), manifest.get("metadata") or {}
+        if manifest.get("apiVersion") == "v1" and kind == "Namespace":
+            self.namespaces[str(metadata.get("name", ""))] = metadata
+            return True
+        if str(manifest.get("apiVersion", "")).startswith("scheduling.k8s.io/") and kind == "PriorityClass":
+            name = str(metadata.get("name", ""))
+            self.priority_classes[name] = plugins.PriorityClass(
+                name, int(manifest.get("value", 0)), manifest.get("globalDefault") is True,
+                manifest.get("preemptionPolicy") or "PreemptLowerPriority")
+            return True
+        return False
+
+    def calls_vgate(self, namespace: str) -> bool:
+        """Whether the webhooks' namespaceSelector lets the API server call vgate in ``namespace``."""
+        labels = (self.namespaces.get(namespace) or {}).get("labels") or {}
+        return namespace not in self.exempt_names and labels.get(EXEMPT_LABEL) != "true"
+
+
+@dataclass
+class Delivery:
+    """The object at each point vgate cares about, and the steps between."""
+
+    delivered: dict[str, Any]  # as vgate's /mutate first receives it
+    final: dict[str, Any]  # after every mutating step: what validation judges
+    steps: list[Step]
+    vgate_patch: list[dict[str, Any]]  # vgate's first pass
+    refused: str | None = None  # a built-in plugin's refusal, before any webhook
+    vgate_called: bool = True
+
+
+Mutator = Callable[[dict[str, Any]], list[dict[str, Any]]]  # vgate's /mutate: object in, JSON Patch out
+
+
+def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: Cluster, vgate: Mutator) -> Delivery:
+    """Run ``manifest`` through the chain; raise ModelError for an object the model cannot default."""
+    group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
+    kind = str(manifest.get("kind", ""))
+    default = _defaulter(group, version, kind, cluster)
+    obj = copy.deepcopy(manifest)
+    obj.setdefault("metadata", {})["namespace"] = namespace
+    steps: list[Step] = []
+
+    def step(name: str, source: str, change: Callable[[dict[str, Any]], None]) -> None:
+        before = copy.deepcopy(obj)
+        change(obj)
+        patch = jsonpatch.make_patch(before, obj).patch
+        if patch:
+            steps.append(Step(name, source, patch, before))
+
+    step("API server defaulting", default.source, default)
+    is_pod_create = operation == "CREATE" and (group, kind) == ("", "Pod")
+    try:
+        if is_pod_create:
+            _run_plugins(step, cluster)
+    except plugins.AdmissionRefused as refusal:
+        return Delivery(obj, obj, steps, [], refused=str(refusal))
+    delivered = copy.deepcopy(obj)
+    if operation != "CREATE":
+        return Delivery(delivered, obj, steps, [], vgate_called=False)
+    vgate_called = cluster.calls_vgate(namespace)
+    first_patch: list[dict[str, Any]] = []
+    vgate_ran = changed_after_vgate = False
+    for webhook in _webhooks(group, kind, namespace, cluster, vgate_called):
+        before = copy.deepcopy(obj)
+        if webhook.name == VGATE_WEBHOOK:
+            first_patch, vgate_ran = vgate(obj), True
+            step(f"webhook {webhook.name}", webhook.source, lambda o: _apply(o, first_patch))
+        else:
+            step(f"webhook {webhook.name}", webhook.source, webhook.mutate)
+        if obj != before:
+            step(f"API server defaulting (after {webhook.name})", default.source, default)
+            changed_after_vgate = changed_after_vgate or (vgate_ran and webhook.name != VGATE_WEBHOOK)
+    if changed_after_vgate:
+        if is_pod_create:
+            _run_plugins(step, cluster, again=True)
+        again = vgate(obj)
+        step(f"webhook {VGATE_WEBHOOK} (reinvoked: reinvocationPolicy IfNeeded)", _VGATE_SOURCE,
+             lambda o: _apply(o, again))
+        step("API server defaulting (after the reinvocation)", default.source, default)
+    return Delivery(delivered, obj, steps, first_patch, vgate_called=vgate_called)
+
+
+class _Defaulter:
+    def __init__(self, source: str, apply: Callable[[dict[str, Any]], None]) -> None:
+        self.source, self._apply = source, apply
+
+    def __call__(self, obj: dict[str, Any]) -> None:
+        self._apply(obj)
+
+
+def _defaulter(group: str, version: str, kind: str, cluster: Cluster) -> _Defaulter:
+    if (group, kind) == ("", "Pod"):
+        return _Defaulter(_K8S + "pkg/apis/core/v1/defaults.go (SetDefaults_Pod, _PodSpec, _Container, ...)",
+                          core_defaults.default_pod)
+    if (group, kind) in _POD_CONTROLLERS:
+        return _Defaulter(_K8S + "pkg/apis/core/v1/defaults.go (the pod template: SetDefaults_PodSpec, ...)",
+                          lambda obj: _default_template(obj, kind))
+    crd = cluster.crds.get((group, kind))
+    if crd is not None:
+        if version not in crd.versions:
+            raise ModelError(f"the CRD of {kind}.{group} ({crd.source}) has no version {version!r}: "
+                             f"it serves {', '.join(sorted(crd.versions))}")
+        schema = crd.versions[version]
+        return _Defaulter(f"structural-schema defaults of {kind}.{group}/{version} ({crd.source})",
+                          lambda obj: apply_defaults(obj, schema))
+    if group in _CORE_GROUPS:
+        return _Defaulter("(a kind vgate does not judge: not defaulted by the model)", lambda obj: None)
+    raise ModelError(f"cannot default {kind} of {group}/{version}: no CRD for it (give one with --crd FILE, "
+                     "or judge the manifest as written with --as-submitted)")
+
+
+def _default_template(obj: dict[str, Any], kind: str) -> None:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    if kind == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        core_defaults.default_pod_spec(template["spec"])
+
+
+def _run_plugins(step: Callable[..., None], cluster: Cluster, again: bool = False) -> None:
+    suffix = " (again, before the reinvocation)" if again else ""
+    step("ServiceAccount admission" + suffix, _K8S + "plugin/pkg/admission/serviceaccount", plugins.service_account)
+    step("Priority admission" + suffix, _K8S + "plugin/pkg/admission/priority",
+         lambda pod: plugins.priority(pod, cluster.priority_classes))
+    step("DefaultTolerationSeconds admission" + suffix, _K8S + "plugin/pkg/admission/defaulttolerationseconds",
+         plugins.default_toleration_seconds)
+
+
+@dataclass(frozen=True)
+class _Webhook:
+    name: str
+    source: str
+    mutate: Callable[[dict[str, Any]], None]
+
+
+def _webhooks(group: str, kind: str, namespace: str, cluster: Cluster, vgate_called: bool) -> list[_Webhook]:
+    """The mutating webhooks that match, in the API server's order (configuration name, then list)."""
+    hooks: list[tuple[str, _Webhook]] = []
+    if vgate_called and (group, kind) in {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}:
+        hooks.append(("vgate", _Webhook(VGATE_WEBHOOK, _VGATE_SOURCE, lambda o: None)))
+    if cluster.with_volcano:
+        annotations = (cluster.namespaces.get(namespace) or {}).get("annotations") or {}
+        volcano_hooks = {
+            ("batch.volcano.sh", "Job"): ("volcano-admission-service-jobs-mutate", "mutatejob.volcano.sh",
+                                          "jobs/mutate/mutate_job.go", volcano.mutate_job),
+            ("scheduling.volcano.sh", "PodGroup"): (
+                "volcano-admission-service-podgroups-mutate", "mutatepodgroup.volcano.sh",
+                "podgroups/mutate/mutate_podgroup.go", lambda o: volcano.mutate_pod_group(o, annotations)),
+            ("", "Pod"): ("volcano-admission-service-pods-mutate", "mutatepod.volcano.sh", "pods/mutate/mutate_pod.go",
+                          lambda o: volcano.mutate_pod(o, namespace, cluster.resource_groups)),
+        }
+        if (group, kind) in volcano_hooks:
+            configuration, name, source, mutate = volcano_hooks[(group, kind)]
+            hooks.append((configuration, _Webhook(name, _VOLCANO + source, mutate)))
+    return [hook for _, hook in sorted(hooks, key=lambda pair: pair[0])]
+
+
+def _apply(obj: dict[str, Any], patch: list[dict[str, Any]]) -> None:
+    """Apply a JSON Patch in place (the dict is replaced key by key, so callers keep their reference)."""
+    patched = jsonpatch.apply_patch(obj, patch)
+    obj.clear()
+    obj.update(patched)

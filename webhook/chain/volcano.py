@@ -1,0 +1,118 @@
+"""What Volcano's own mutating webhooks do to Jobs, PodGroups and Pods (``vgate eval --with-volcano``).
+
+From volcano-sh/volcano ``pkg/webhooks/admission/*/mutate`` (CREATE only, each):
+
+- Jobs (``mutate_job.go``): ``queue: default`` and ``schedulerName: volcano`` when empty,
+  ``maxRetry: 3`` when 0, ``minAvailable`` when 0 (the sum of the tasks' minAvailable, else
+  replicas); each task gets a name (``default<i>``), ``minAvailable`` (its replicas),
+  ``maxRetry: 3``, and ``dnsPolicy: ClusterFirstWithHostNet`` with hostNetwork and no dnsPolicy;
+  the tensorflow, mpi and pytorch plugins get ``svc``, mpi also ``ssh``.
+- PodGroups (``mutate_podgroup.go``): a queue of ``default`` becomes the namespace's
+  ``scheduling.volcano.sh/queue-name`` annotation, when the namespace has one.
+- Pods (``mutate_pod.go``, resource groups from the webhook's admission config): a pod in a
+  group's namespaces, or with one of its annotations (default key ``volcano.sh/resource-group``),
+  gets the group's nodeSelector labels, affinity (when it has none), tolerations and
+  schedulerName. The first matching group applies. Scheduling gates (opt-in) are not modelled.
+
+Volcano's validating webhooks (queue exists and is open, job shape) are not modelled.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ModelError
+
+RESOURCE_GROUP_ANNOTATION = "volcano.sh/resource-group"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def mutate_job(job: dict[str, Any]) -> None:
+    spec = job.setdefault("spec", {})
+    if not spec.get("queue"):
+        spec["queue"] = "default"
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = "volcano"
+    if not spec.get("maxRetry"):
+        spec["maxRetry"] = 3
+    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
+    for index, task in enumerate(tasks):
+        if not task.get("name"):
+            task["name"] = f"default{index}"
+        pod_spec = (task.get("template") or {}).get("spec") or {}
+        if pod_spec.get("hostNetwork") is True and not pod_spec.get("dnsPolicy"):
+            pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        if task.get("minAvailable") is None:
+            task["minAvailable"] = task.get("replicas", 0)
+        if not task.get("maxRetry"):
+            task["maxRetry"] = 3
+    if not spec.get("minAvailable"):
+        spec["minAvailable"] = sum(task["minAvailable"] for task in tasks)
+    plugins = spec.get("plugins")
+    if isinstance(plugins, dict):
+        if {"tensorflow", "mpi", "pytorch"} & set(plugins):
+            plugins.setdefault("svc", [])
+        if "mpi" in plugins:
+            plugins.setdefault("ssh", [])
+
+
+def mutate_pod_group(group: dict[str, Any], namespace_annotations: Mapping[str, str]) -> None:
+    spec = group.setdefault("spec", {})
+    if spec.get("queue", "default") == "default" and namespace_annotations.get(QUEUE_ANNOTATION):
+        spec["queue"] = namespace_annotations[QUEUE_ANNOTATION]
+
+
+def mutate_pod(pod: dict[str, Any], namespace: str, resource_groups: list[dict[str, Any]]) -> None:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    spec = pod.setdefault("spec", {})
+    for group in resource_groups:
+        if not _belongs(group, namespace, annotations):
+            continue
+        if group.get("labels"):
+            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **group["labels"]}
+        if group.get("affinity") and not spec.get("affinity"):
+            spec["affinity"] = json.loads(group["affinity"])
+        if group.get("tolerations"):
+            spec["tolerations"] = [*(spec.get("tolerations") or []), *copy.deepcopy(group["tolerations"])]
+        if group.get("schedulerName"):
+            spec["schedulerName"] = group["schedulerName"]
+        return
+
+
+def _belongs(group: dict[str, Any], namespace: str, annotations: Mapping[str, str]) -> bool:
+    selector = group.get("object") or {}
+    key, values = selector.get("key", ""), selector.get("value") or []
+    if key == "namespace":
+        return namespace in values
+    if key not in ("", "annotation"):
+        return False
+    for value in values:
+        wanted = yaml.safe_load(value) if isinstance(value, str) else None
+        if isinstance(wanted, dict) and any(annotations.get(k) == v for k, v in wanted.items()):
+            return True
+    return key == "" and annotations.get(RESOURCE_GROUP_ANNOTATION) == group.get("resourceGroup")
+
+
+def read_admission_config(path: str | Path) -> list[dict[str, Any]]:
+    """The ``resourceGroups`` of Volcano's webhook admission config (the volcano-admission-configmap's
+    ``volcano-admission.conf``); ModelError naming the file when it is not one."""
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ModelError(f"{path}: cannot read Volcano's admission config: {exc}") from exc
+    groups = document.get("resourceGroups") if isinstance(document, dict) else None
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise ModelError(f"{path}: Volcano's admission config needs a resourceGroups list")
+    for group in groups:
+        if group.get("affinity"):
+            try:
+                json.loads(group["affinity"])
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"{path}: resource group {group.get('resourceGroup')}: affinity is not JSON") from exc
+    return groups
