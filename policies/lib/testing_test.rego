@@ -22,7 +22,7 @@ config := {
 			"allowedPriorityClasses": ["vgate-high", "vgate-normal"], "qosClass": "Guaranteed", "maxMemoryLimit": "64Gi",
 		},
 	}},
-	"volcano": {"schedulerName": "volcano", "namespaces": ["ml-*"]},
+	"volcano": {"schedulerName": "volcano", "namespaces": ["ml-*"], "allowedSchedulers": []},
 	"security": {"allowedCapabilities": ["NET_BIND_SERVICE"]},
 	"images": {"allowedRegistries": ["registry.example.com/"]},
 	"gpu": {

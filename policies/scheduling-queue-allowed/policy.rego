@@ -3,7 +3,10 @@
 # description: |
 #   A workload may name its Volcano queue (pod annotation scheduling.volcano.sh/queue-name, or
 #   spec.queue of a Volcano Job or PodGroup) only if the gateway config defines that queue and
-#   lets the workload's namespace use it. vgate injects an allowed queue when none is named.
+#   lets the workload's namespace use it. vgate injects an allowed queue when none is named
+#   (Volcano's `default`, which its CRDs fill in, counts as none). A queue that Volcano's PodGroup
+#   webhook took from the namespace annotation is judged like any other: mirror the annotation in
+#   queues.byNamespace so vgate injects it first (README, "In the admission chain").
 # custom:
 #   id: scheduling-queue-allowed
 #   severity: medium
@@ -51,7 +54,11 @@ deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
 	queue := named_queue
 	not definitions[queue]
 	msg := sprintf(
-		"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none",
+		concat("", [
+			"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none ",
+			"(a queue Volcano takes from the namespace's scheduling.volcano.sh/queue-name annotation must be ",
+			"defined in queues.definitions and mapped in queues.byNamespace)",
+		]),
 		[obj.kind, queue, allowed_queues],
 	)
 }

@@ -29,6 +29,7 @@ test_allows_pod_without_queue if {
 test_denies_unknown_queue if {
 	some violation in denials(pod_in_queue("gpu-premium"))
 	contains(violation.msg, `queue "gpu-premium", which the gateway does not know`)
+	contains(violation.msg, "mapped in queues.byNamespace")
 }
 
 test_denies_queue_of_another_namespace if {

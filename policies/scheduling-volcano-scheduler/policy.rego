@@ -3,6 +3,7 @@
 # description: |
 #   In namespaces the config marks as Volcano-scheduled, a workload may not name another
 #   scheduler: queues, fair share and gang scheduling only hold if Volcano places every pod.
+#   Schedulers that Volcano's own resource groups assign are listed in volcano.allowedSchedulers.
 # custom:
 #   id: scheduling-volcano-scheduler
 #   severity: medium
@@ -39,6 +40,7 @@ deny contains {"rule": "scheduling-volcano-scheduler", "msg": msg} if {
 	judged
 	scheduler := object.get(obj.spec, "schedulerName", "")
 	not scheduler in {"", volcano.schedulerName}
+	not scheduler in volcano.allowedSchedulers
 	volcano_managed # last: matching namespace globs costs more than the checks above
 	msg := sprintf(
 		"%s in namespace %q names scheduler %q, but Volcano schedules that namespace: remove schedulerName or set it to %q",

@@ -26,3 +26,17 @@ test_denies_volcano_job_naming_another_scheduler if {
 	review := json.patch(testing.job({}, [{}]), [{"op": "add", "path": "/request/object/spec/schedulerName", "value": "yunikorn"}])
 	count(denials(review)) == 1
 }
+
+allowing(schedulers) := object.union(testing.config, {"volcano": {"allowedSchedulers": schedulers}})
+
+denials_under(review, config) := result if {
+	result := rule.deny with input as review with data.vgate.config as config
+}
+
+test_allows_a_scheduler_the_config_lists_for_volcano_resource_groups if {
+	count(denials_under(testing.pod({}, {"schedulerName": "volcano-cpu"}), allowing(["volcano-cpu"]))) == 0
+}
+
+test_bypass_a_scheduler_named_like_an_allowed_one_is_denied if {
+	count(denials_under(testing.pod({}, {"schedulerName": "volcano-cpu-evil"}), allowing(["volcano-cpu"]))) == 1
+}
