@@ -11,7 +11,8 @@ module fills in, each from kubernetes/kubernetes ``pkg/apis/core/v1/defaults.go`
   its ``containerPort``;
 - ``SetDefaults_Container`` (and ephemeral containers): ``imagePullPolicy`` (``Always`` for
   ``:latest`` or no tag, else ``IfNotPresent``), ``terminationMessagePath: /dev/termination-log``,
-  ``terminationMessagePolicy: File``; a port's ``protocol: TCP`` (declarative default in
+  ``terminationMessagePolicy: File``, ``resources: {}`` (an empty struct the API server always
+  serves back); a port's ``protocol: TCP`` (declarative default in
   staging/src/k8s.io/api/core/v1/types.go);
 - ``SetDefaults_Probe`` and ``SetDefaults_HTTPGetAction`` for liveness, readiness and startup
   probes and lifecycle hooks; ``SetDefaults_ObjectFieldSelector`` (``apiVersion: v1``);
@@ -76,6 +77,8 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
 
 
 def _default_container(container: dict[str, Any]) -> None:
+    if container.get("resources") is None:
+        container["resources"] = {}  # a struct, not a pointer, in the Go type: always served, if empty
     if not container.get("imagePullPolicy"):
         container["imagePullPolicy"] = "Always" if image_tag(str(container.get("image", ""))) == "latest" else "IfNotPresent"
     if not container.get("terminationMessagePath"):
