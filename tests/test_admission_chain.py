@@ -18,7 +18,7 @@ import orjson
 import pytest
 import yaml
 
-from conftest import POLICIES, VGATE, corpus_documents, corpus_file, pod
+from conftest import POLICIES, VGATE, corpus_file, pod
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from test_mutation import K8S_VERSION, crd_validator, is_strictly_valid
 from webhook.admission import decode_review
@@ -70,7 +70,8 @@ def test_a_crd_defaulted_queue_gets_the_namespaces_queue_and_class(config, engin
     del job["spec"]["queue"]  # as a user writes it: the CRD default fills it in
     result = through_chain(job, config, engine, namespace="ml-training")
     defaulting = result.delivery.steps[0]
-    assert defaulting.name == "API server defaulting" and {"op": "add", "path": "/spec/queue", "value": "default"} in defaulting.patch
+    assert defaulting.name == "API server defaulting"
+    assert {"op": "add", "path": "/spec/queue", "value": "default"} in defaulting.patch
     assert (result.mutated["spec"]["queue"], result.mutated["spec"]["priorityClassName"]) == ("training", "vgate-high")
     group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
              "metadata": {"name": "pg"}, "spec": {"minMember": 1}}
@@ -120,8 +121,8 @@ def test_a_queue_volcano_took_from_the_namespace(config, engine):
     assert unknown.mutated["spec"]["queue"] == "team-q"
     denial = unknown.validation.decision.message
     assert "scheduling-queue-allowed" in denial and "mapped in queues.byNamespace" in denial
-    mirrored, mirrored_engine = config_with(queues={
-        "byNamespace": {"team-a": "team-q"}, "bySelector": [], "definitions": {"default": {}, "team-q": {"namespaces": ["team-a"]}}})
+    mirrored, mirrored_engine = config_with(queues={"byNamespace": {"team-a": "team-q"}, "bySelector": [],
+                                                    "definitions": {"default": {}, "team-q": {"namespaces": ["team-a"]}}})
     known = through_chain(group, mirrored, mirrored_engine, namespaces=[team], with_volcano=True, namespace="team-a")
     assert known.mutated["spec"]["queue"] == "team-q" and known.validation.decision.allowed
     assert [s.name for s in known.delivery.steps if "volcano" in s.name] == []  # Volcano found a queue chosen

@@ -29,6 +29,7 @@ from typing import Any
 
 import jsonpatch
 
+from ..pod_templates import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
 from .errors import ModelError
@@ -147,7 +148,7 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
         before = copy.deepcopy(obj)
         if webhook.name == VGATE_WEBHOOK:
             first_patch, vgate_ran = vgate(obj), True
-            step(f"webhook {webhook.name}", webhook.source, lambda o: _apply(o, first_patch))
+            step(f"webhook {webhook.name}", webhook.source, _applying(first_patch))
         else:
             step(f"webhook {webhook.name}", webhook.source, webhook.mutate)
         if obj != before:
@@ -157,8 +158,7 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
         if is_pod_create:
             _run_plugins(step, cluster, again=True)
         again = vgate(obj)
-        step(f"webhook {VGATE_WEBHOOK} (reinvoked: reinvocationPolicy IfNeeded)", _VGATE_SOURCE,
-             lambda o: _apply(o, again))
+        step(f"webhook {VGATE_WEBHOOK} (reinvoked: reinvocationPolicy IfNeeded)", _VGATE_SOURCE, _applying(again))
         step("API server defaulting (after the reinvocation)", default.source, default)
     return Delivery(delivered, obj, steps, first_patch, vgate_called=vgate_called)
 
@@ -193,11 +193,8 @@ def _defaulter(group: str, version: str, kind: str, cluster: Cluster) -> _Defaul
 
 
 def _default_template(obj: dict[str, Any], kind: str) -> None:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    if kind == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template") if isinstance(spec, dict) else None
-    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+    template = template_of(obj, kind)
+    if template is not None and isinstance(template.get("spec"), dict):
         core_defaults.default_pod_spec(template["spec"])
 
 
@@ -239,8 +236,10 @@ def _webhooks(group: str, kind: str, namespace: str, cluster: Cluster, vgate_cal
     return [hook for _, hook in sorted(hooks, key=lambda pair: pair[0])]
 
 
-def _apply(obj: dict[str, Any], patch: list[dict[str, Any]]) -> None:
-    """Apply a JSON Patch in place (the dict is replaced key by key, so callers keep their reference)."""
-    patched = jsonpatch.apply_patch(obj, patch)
-    obj.clear()
-    obj.update(patched)
+def _applying(patch: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
+    """A step that applies a webhook's JSON Patch in place (callers keep their reference to the dict)."""
+    def apply(obj: dict[str, Any]) -> None:
+        patched = jsonpatch.apply_patch(obj, patch)
+        obj.clear()
+        obj.update(patched)
+    return apply
