@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from load import admission_review, realistic_pod  # noqa: E402
 
-from webhook.audit import DecisionLog, verify_segments  # noqa: E402
-from webhook.gateway import Gateway  # noqa: E402
+from webhook.audit.log import DecisionLog, verify_segments  # noqa: E402
+from webhook.server.gateway import Gateway  # noqa: E402
 
 
 def throughput(gateway: Gateway, body: bytes, requests: int, threads: int) -> float:

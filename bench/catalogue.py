@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
 
-from webhook.gateway import Gateway  # noqa: E402
+from webhook.server.gateway import Gateway  # noqa: E402
 
 CORE = ("placement-single-zone", "placement-encrypted-memory", "network-no-external")
 

@@ -57,7 +57,7 @@ def main() -> None:
               f"in {time.perf_counter() - started:.1f} s")
         build = (
             "import sys; from pathlib import Path; from datetime import datetime, timezone\n"
-            "from webhook.report_keys import ensure_key; from webhook.reports import build_report\n"
+            "from webhook.reports.keys import ensure_key; from webhook.reports.build import build_report\n"
             f"key = Path({str(scratch)!r}) / 'k.key'; ensure_key(key)\n"
             f"build_report(datetime(2026, 12, 2, 10, tzinfo=timezone.utc), {str(audit)!r}, {str(reports)!r}, "
             f"{str(ROOT / 'policies')!r}, key)\n"

@@ -18,9 +18,9 @@ import pytest
 import requests
 import yaml
 
-from webhook.config import DEFAULT_CONFIG_PATH, load_config
-from webhook.engine import RegorusEngine, load_policy_set
-from webhook.offline import review_for
+from webhook.core.config import DEFAULT_CONFIG_PATH, load_config
+from webhook.policy.regorus_engine import RegorusEngine, load_policy_set
+from webhook.offline.admit import review_for
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"

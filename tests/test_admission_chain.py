@@ -21,15 +21,15 @@ import yaml
 from conftest import POLICIES, VGATE, corpus_file, pod
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from test_mutation import K8S_VERSION, crd_validator, is_strictly_valid
-from webhook.admission import decode_review
-from webhook.chain.core_defaults import default_pod, image_tag
-from webhook.chain.crd_defaults import apply_defaults, read_crd_file, shipped_crds
-from webhook.chain.model import Cluster, deliver
-from webhook.chain.volcano import read_admission_config
-from webhook.config import DEFAULT_CONFIG_PATH, parse_config
-from webhook.engine import RegorusEngine, load_policy_set
-from webhook.mutation import mutate
-from webhook.offline import admit, review_for
+from webhook.core.admission import decode_review
+from webhook.offline.chain.core_defaults import default_pod, image_tag
+from webhook.offline.chain.crd_defaults import apply_defaults, read_crd_file, shipped_crds
+from webhook.offline.chain.model import Cluster, deliver
+from webhook.offline.chain.volcano import read_admission_config
+from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
+from webhook.policy.regorus_engine import RegorusEngine, load_policy_set
+from webhook.core.mutation import mutate
+from webhook.offline.admit import admit, review_for
 
 RESOURCE_GROUPS = [{"resourceGroup": "cpu", "object": {"key": "namespace", "value": ["ml-training"]},
                     "schedulerName": "default-scheduler", "labels": {"vgate.io/node-pool": "cpu"}}]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.config import DEFAULT_CONFIG_PATH, load_config, parse_config
-from webhook.errors import ConfigError
+from webhook.core.config import DEFAULT_CONFIG_PATH, load_config, parse_config
+from webhook.core.errors import ConfigError
 
 
 def test_empty_config_gets_every_default_from_the_schema():

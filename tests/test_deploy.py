@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from webhook.config import load_config, parse_config
+from webhook.core.config import load_config, parse_config
 
 
 @pytest.fixture(scope="module")

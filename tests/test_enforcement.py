@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import yaml
 
 from conftest import POLICIES, pod, review
-from webhook.config import DEFAULT_CONFIG_PATH, parse_config
-from webhook.enforcement import action_for
-from webhook.exceptions import load_exceptions
-from webhook.offline import admit
+from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
+from webhook.core.enforcement import action_for
+from webhook.core.policy_exceptions import load_exceptions
+from webhook.offline.admit import admit
 
 OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import VGATE, copy_policies, pod, review
-from webhook.config import DEFAULT_CONFIG_PATH
+from webhook.core.config import DEFAULT_CONFIG_PATH
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
 # number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on

@@ -19,11 +19,11 @@ import yaml
 
 from conftest import corpus_file, pod, review
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from webhook.admission import decode_review
-from webhook.errors import RequestError
-from webhook.config import parse_config
-from webhook.mutation import diff_managed, mutate
-from webhook.quantity import parse_quantity
+from webhook.core.admission import decode_review
+from webhook.core.errors import RequestError
+from webhook.core.config import parse_config
+from webhook.core.mutation import diff_managed, mutate
+from webhook.core.quantity import parse_quantity
 
 K8S_VERSION = "1.35"
 

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import POLICIES, pod, review
 from fake_opa import FakeOpa
-from webhook.offline import admit
+from webhook.offline.admit import admit
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from conftest import corpus_documents, corpus_file, pod, review
-from webhook.admission import decode_review
-from webhook.mutation import mutate
-from webhook.validation import validate
+from webhook.core.admission import decode_review
+from webhook.core.mutation import mutate
+from webhook.core.validation import validate
 
 PRIVILEGED = {"name": "app", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}
 

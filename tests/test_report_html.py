@@ -9,9 +9,9 @@ import tempfile
 from datetime import datetime, timezone
 
 from conftest import POLICIES, ROOT
-from webhook.audit import DecisionLog
-from webhook.report_keys import ensure_key
-from webhook.reports import build_report
+from webhook.audit.log import DecisionLog
+from webhook.reports.keys import ensure_key
+from webhook.reports.build import build_report
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

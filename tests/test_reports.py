@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from conftest import CORPUS, POLICIES, VGATE, pod, review
-from webhook.report_keys import ensure_key, public_key_path
-from webhook.reports import build_report, hour_directory, verify_reports
+from webhook.reports.keys import ensure_key, public_key_path
+from webhook.reports.build import build_report, hour_directory, verify_reports
 
 
 def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:
@@ -122,7 +122,7 @@ def test_a_forged_signature_is_found(tmp_path, setup):
     sums = victim / "SHA256SUMS"
     other = tmp_path / "other.key"
     ensure_key(other)
-    from webhook.report_keys import load_private_key, sign
+    from webhook.reports.keys import load_private_key, sign
 
     (victim / "SHA256SUMS.sig").write_bytes(sign(load_private_key(other), sums.read_bytes()))
     problems = [str(f) for f in verify_reports(reports, public_key_path(key))]

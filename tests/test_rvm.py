@@ -19,9 +19,9 @@ from prometheus_client import REGISTRY
 
 from conftest import POLICIES, copy_policies, pod, review, yaml_documents
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from webhook.engine import RegorusEngine, load_policy_set
-from webhook.offline import admit
-from webhook.rvm import guard_assignments
+from webhook.policy.regorus_engine import RegorusEngine, load_policy_set
+from webhook.offline.admit import admit
+from webhook.policy.rvm_guard import guard_assignments
 
 # Each rule is a case of `x := ...` where the right side may be undefined, in every kind of query.
 GAP_CASES = """package gap
@@ -79,7 +79,7 @@ def test_guarded_rvm_answers_every_assignment_case_as_the_interpreter():
 
 
 def test_the_gap_the_guard_mends_is_still_there():
-    """If a regorus upgrade fixes the RVM, this fails: the guard in webhook/rvm.py can then go."""
+    """If a regorus upgrade fixes the RVM, this fails: the guard in webhook/policy/rvm_guard.py can then go."""
     unguarded = rvm_answers([("gap.rego", GAP_CASES)], ["plain", "under_not"])
     assert unguarded == {"plain": [1], "under_not": []}
     assert interpreter_answers(["plain", "under_not"]) == {"plain": [], "under_not": [1]}

@@ -9,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from conftest import POLICIES
-from webhook.config import load_config
-from webhook.report_keys import ensure_key, public_key_path
-from webhook.reports import hour_directory
-from webhook.scheduler import LOOKBACK_HOURS, ReportScheduler, prune
+from webhook.core.config import load_config
+from webhook.reports.keys import ensure_key, public_key_path
+from webhook.reports.build import hour_directory
+from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, prune
 
 
 def settings(tmp_path: Path) -> dict:
@@ -40,7 +40,7 @@ def test_racing_replicas_write_each_hour_once(tmp_path):
 
 def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_path, monkeypatch):
     """Another replica finishes an hour (and drops its lock) after this one saw no report there."""
-    from webhook.reports import build_report
+    from webhook.reports.build import build_report
 
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
@@ -82,7 +82,7 @@ def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
         (audit / f"decisions-r-1-{hour:%Y%m%dT%H}.jsonl").write_text("")
     recent = audit / f"decisions-r-1-{now - timedelta(days=1):%Y%m%dT%H}.jsonl"
     recent.write_text("")
-    from webhook.reports import build_report
+    from webhook.reports.build import build_report
 
     for hour in old_hours[:2]:
         build_report(hour.replace(minute=0), audit, reports, POLICIES, key)

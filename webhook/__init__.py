@@ -12,11 +12,11 @@ __all__ = ["Gateway", "create_app"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
-        from .app import create_app
+        from .server.app import create_app
 
         return create_app
     if name == "Gateway":
-        from .gateway import Gateway
+        from .server.gateway import Gateway
 
         return Gateway
     raise AttributeError(name)

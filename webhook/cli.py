@@ -15,8 +15,8 @@ from pathlib import Path
 
 import click
 
-from .certs import CertPaths, ca_bundle, write_certs
-from .errors import SourceError
+from .server.certs import CertPaths, ca_bundle, write_certs
+from .core.errors import SourceError
 
 log = logging.getLogger("vgate")
 
@@ -71,11 +71,11 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # Must precede the first import of prometheus_client: workers are forked from this process.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
-    from .app import create_app
-    from .gateway import Gateway
-    from .reload import RELOAD_TOKEN_ENV, LiveGateway
-    from .scheduler import ReportScheduler
-    from .server import ServeOptions, VgateServer
+    from .server.app import create_app
+    from .server.gateway import Gateway
+    from .server.reload import RELOAD_TOKEN_ENV, LiveGateway
+    from .reports.schedule import ReportScheduler
+    from .server.gunicorn import ServeOptions, VgateServer
 
     try:
         Gateway.load(config_path, policy_dir, audit=False, opa_url=opa_url, opa_timeout=opa_timeout)
@@ -109,8 +109,8 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
 @click.option("-v", "--verbose", is_flag=True, help="List passing tests and samples too, not only failures.")
 def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> None:
     """Run the Rego unit tests (with coverage) and check every rule's samples; exit 1 on any failure."""
-    from .config import load_config
-    from .policy_tests import check_samples, run_unit_tests
+    from .core.config import load_config
+    from .offline.policy_tests import check_samples, run_unit_tests
 
     try:
         config = load_config(config_path)
@@ -167,13 +167,13 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     """
     import json as jsonlib
 
-    from .chain.crd_defaults import read_crd_file
-    from .chain.errors import ModelError
-    from .chain.model import Cluster
-    from .chain.volcano import read_admission_config
-    from .config import load_config
-    from .engine import RegorusEngine, load_policy_set
-    from .evaluate import ManifestError, evaluate, load_manifests
+    from .offline.chain.crd_defaults import read_crd_file
+    from .offline.chain.errors import ModelError
+    from .offline.chain.model import Cluster
+    from .offline.chain.volcano import read_admission_config
+    from .core.config import load_config
+    from .policy.regorus_engine import RegorusEngine, load_policy_set
+    from .offline.eval_manifests import ManifestError, evaluate, load_manifests
 
     try:
         config = load_config(config_path)
@@ -201,9 +201,9 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
               help="Policies whose METADATA maps rules to severities and MLPS controls.")
 def report(hour_text: str, config_path: str | None, policy_dir: str) -> None:
     """Write (or rebuild) the signed compliance report of one hour under reports/YYYY/MM/DD/HH/."""
-    from .config import load_config
-    from .report_keys import ensure_key, public_key_path
-    from .reports import build_report, parse_hour
+    from .core.config import load_config
+    from .reports.keys import ensure_key, public_key_path
+    from .reports.build import build_report, parse_hour
 
     try:
         hour = parse_hour(hour_text)
@@ -248,10 +248,10 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
 
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
-    from .audit import verify_segments
-    from .config import load_config
-    from .report_keys import public_key_path
-    from .reports import parse_hour, verify_reports
+    from .audit.log import verify_segments
+    from .core.config import load_config
+    from .reports.keys import public_key_path
+    from .reports.build import parse_hour, verify_reports
 
     try:
         document = load_config(config_path).document

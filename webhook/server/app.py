@@ -17,7 +17,7 @@ from flask import Flask, Response, request
 from flask.json.provider import JSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from .errors import RequestError
+from ..core.errors import RequestError
 from .metrics import exposition
 from .reload import LiveGateway
 

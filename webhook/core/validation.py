@@ -17,9 +17,9 @@ import orjson
 from .admission import AdmissionRequest, Decision
 from .config import Config
 from .enforcement import Outcome, enforce
-from .engine import PolicyEngine, PolicyResult
+from ..policy.regorus_engine import PolicyEngine, PolicyResult
 from .errors import EvaluationError
-from .exceptions import PolicyException
+from .policy_exceptions import PolicyException
 from .pod_templates import named_for_controller, pod_of, template_changed
 from .workloads import Workload, classify, is_exempt, labels_of
 

@@ -15,13 +15,13 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from .admission import Decision, decode_review
+from ..core.admission import Decision, decode_review
 from .chain.model import Cluster, Delivery, deliver
-from .config import Config
-from .engine import PolicyEngine
-from .exceptions import PolicyException
-from .mutation import Mutation, mutate
-from .validation import Validation, validate
+from ..core.config import Config
+from ..policy.regorus_engine import PolicyEngine
+from ..core.policy_exceptions import PolicyException
+from ..core.mutation import Mutation, mutate
+from ..core.validation import Validation, validate
 
 
 @dataclass(frozen=True)

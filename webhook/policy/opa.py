@@ -16,8 +16,8 @@ import orjson
 import requests
 from opa_client import OpaClient
 
-from .engine import ENTRY_RULE, PolicyResult, PolicySet, parse_result
-from .errors import ConfigError, EvaluationError
+from .regorus_engine import ENTRY_RULE, PolicyResult, PolicySet, parse_result
+from ..core.errors import ConfigError, EvaluationError
 
 
 class OpaEngine:

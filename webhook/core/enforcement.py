@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config
-from .engine import PolicyResult
-from .exceptions import PolicyException
+from ..policy.regorus_engine import PolicyResult
+from .policy_exceptions import PolicyException
 from .workloads import matches_globs
 
 

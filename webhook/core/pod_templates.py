@@ -23,7 +23,7 @@ import orjson
 
 from .admission import AdmissionRequest
 from .config import Config
-from .engine import PolicyResult, Violation
+from ..policy.regorus_engine import PolicyResult, Violation
 from .mutation import mutate
 
 

@@ -20,9 +20,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from .audit import SEGMENT
-from .report_keys import ensure_key, public_key_path
-from .reports import SUMS, build_report, hour_directory, verify_reports
+from ..audit.log import SEGMENT
+from .keys import ensure_key, public_key_path
+from .build import SUMS, build_report, hour_directory, verify_reports
 
 log = logging.getLogger("vgate")
 STALE_LOCK_SECONDS = 600

@@ -23,12 +23,12 @@ from jsonschema import validators
 from .errors import ConfigError
 from .quantity import parse_quantity
 
-DEFAULT_CONFIG_PATH = Path(str(resources.files("webhook") / "defaults" / "vgate.yaml"))
+DEFAULT_CONFIG_PATH = Path(str(resources.files("webhook.core") / "defaults" / "vgate.yaml"))
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
 
 
 def _schema() -> dict[str, Any]:
-    return json.loads((resources.files("webhook") / "config.schema.json").read_text())
+    return json.loads((resources.files("webhook.core") / "config.schema.json").read_text())
 
 
 def _with_defaults(validator_class: type) -> type:

@@ -24,10 +24,10 @@ import yaml
 
 from .chain.errors import ModelError
 from .chain.model import Cluster, Delivery
-from .config import Config
-from .engine import PolicyEngine
-from .errors import RequestError
-from .offline import OfflineResult, admit
+from ..core.config import Config
+from ..policy.regorus_engine import PolicyEngine
+from ..core.errors import RequestError
+from .admit import OfflineResult, admit
 
 
 class ManifestError(Exception):

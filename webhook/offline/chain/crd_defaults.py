@@ -10,7 +10,7 @@ every property (or ``additionalProperties``) and every array item is defaulted r
 
 vgate ships a derived file, ``volcano_crd_defaults.json``: only the parts of Volcano's Job,
 PodGroup and Queue schemas that lead to a default (the CRDs are Apache-2.0, volcano-sh/volcano).
-Regenerate it with ``python -m webhook.chain.crd_defaults CRD.yaml... > volcano_crd_defaults.json``;
+Regenerate it with ``python -m webhook.offline.chain.crd_defaults CRD.yaml... > volcano_crd_defaults.json``;
 a test keeps it equal to what the CRDs in ../shared/corpus give. ``vgate eval --crd FILE`` adds
 or replaces CRDs the same way.
 """
@@ -121,7 +121,7 @@ def _crd(document: Any, source: str) -> CrdDefaults:
 
 def shipped_crds() -> list[CrdDefaults]:
     """The Volcano CRDs' defaults that ship with vgate."""
-    document = json.loads((resources.files("webhook.chain") / SHIPPED).read_text())
+    document = json.loads((resources.files("webhook.offline.chain") / SHIPPED).read_text())
     return [CrdDefaults(c["group"], c["kind"], c["versions"], f"{SHIPPED} ({document['source']})")
             for c in document["crds"]]
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from .config import Config
-from .engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
-from .errors import EvaluationError
+from ..core.config import Config
+from ..policy.regorus_engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
+from ..core.errors import EvaluationError
 from .chain.model import Cluster
-from .offline import admit, review_for
+from .admit import admit, review_for
 
 _TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 

@@ -37,9 +37,9 @@ from typing import Any, Protocol
 import orjson
 import regorus
 
-from . import rvm
-from .errors import EvaluationError, PolicyError
-from .metrics import EVALUATIONS
+from . import rvm_guard
+from ..core.errors import EvaluationError, PolicyError
+from ..server.metrics import EVALUATIONS
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,9 @@ def compile_engine(policy_set: PolicySet, data: dict[str, Any]) -> regorus.Engin
 
 
 def compile_program(policy_set: PolicySet, data: dict[str, Any]) -> bytes:
-    """The policy set and its entry as RVM bytecode (see rvm.py); PolicyError if the RVM refuses it."""
+    """The policy set and its entry as RVM bytecode (see rvm_guard.py); PolicyError if the RVM refuses it."""
     try:
-        return rvm.compile_program([*policy_set.files, _entry(policy_set)], data, _ENTRY_RESULT)
+        return rvm_guard.compile_program([*policy_set.files, _entry(policy_set)], data, _ENTRY_RESULT)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException

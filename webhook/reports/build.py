@@ -24,8 +24,8 @@ import jinja2
 import orjson
 import yaml
 
-from .audit import Finding, segments, verify_segments
-from .report_keys import load_private_key, load_public_key, sign, signature_valid
+from ..audit.log import Finding, segments, verify_segments
+from .keys import load_private_key, load_public_key, sign, signature_valid
 
 FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
 SUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
@@ -230,7 +230,7 @@ def _write_json(path: Path, document: dict[str, Any], denials: TextIO) -> None:
 
 def _html(document: dict[str, Any], denials: list[dict[str, Any]]) -> str:
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    template = environment.from_string((resources.files("webhook") / "templates" / "report.html.j2").read_text())
+    template = environment.from_string((resources.files("webhook.reports") / "templates" / "report.html.j2").read_text())
     peak = max([sum(m.values()) for m in document["perMinute"]] + [1])
     return template.render(report=document, denials=denials, peak=peak)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import SourceError
+from ..core.errors import SourceError
 from .gateway import Gateway
 from .metrics import RELOAD_OK, RELOADS
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from .errors import VgateError
+from ..core.errors import VgateError
 
 GENESIS = "0" * 64
 SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")

@@ -21,7 +21,7 @@ from .errors import SourceError
 from .workloads import matches_globs
 
 _VALIDATOR = jsonschema.Draft202012Validator(
-    json.loads((resources.files("webhook") / "exception.schema.json").read_text()))
+    json.loads((resources.files("webhook.core") / "exception.schema.json").read_text()))
 
 
 @dataclass(frozen=True)

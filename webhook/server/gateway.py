@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .admission import AdmissionRequest, Decision, decode_review, encode_response
-from .audit import AuditError, DecisionLog
-from .config import Config, load_config
-from .engine import PolicyEngine, RegorusEngine, load_policy_set
-from .errors import RequestError
-from .exceptions import PolicyException, load_exceptions
+from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
+from ..audit.log import AuditError, DecisionLog
+from ..core.config import Config, load_config
+from ..policy.regorus_engine import PolicyEngine, RegorusEngine, load_policy_set
+from ..core.errors import RequestError
+from ..core.policy_exceptions import PolicyException, load_exceptions
 from .metrics import ERRORS, LATENCY, REQUESTS, VIOLATIONS
-from .mutation import Mutation, mutate
-from .opa_engine import OpaEngine
-from .validation import Validation, validate
+from ..core.mutation import Mutation, mutate
+from ..policy.opa import OpaEngine
+from ..core.validation import Validation, validate
 
 log = logging.getLogger("vgate")
 
