@@ -19,7 +19,8 @@ import requests
 import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH, load_config
-from webhook.policy.regorus_engine import RegorusEngine, load_policy_set
+from webhook.policy.regorus_engine import RegorusEngine
+from webhook.policy.sources import load_policy_set
 from webhook.offline.admit import review_for
 
 ROOT = Path(__file__).resolve().parent.parent

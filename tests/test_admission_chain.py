@@ -27,7 +27,8 @@ from webhook.offline.chain.crd_defaults import apply_defaults, read_crd_file, sh
 from webhook.offline.chain.model import Cluster, deliver
 from webhook.offline.chain.volcano import read_admission_config
 from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
-from webhook.policy.regorus_engine import RegorusEngine, load_policy_set
+from webhook.policy.regorus_engine import RegorusEngine
+from webhook.policy.sources import load_policy_set
 from webhook.core.mutation import mutate
 from webhook.offline.admit import admit, review_for
 

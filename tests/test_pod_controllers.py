@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from webhook.core.admission import decode_review
 from webhook.core.mutation import mutate
 from webhook.core.validation import validate
 
+NOW = datetime(2026, 12, 3, tzinfo=timezone.utc)
 PRIVILEGED = {"name": "app", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}
 
 
@@ -29,7 +31,7 @@ def controller(kind: str, spec: dict[str, Any], name: str = "web", namespace: st
 
 def judge(obj: dict[str, Any], engine, config, **options: Any):
     body = orjson.dumps(review(obj, **options))
-    return validate(decode_review(body, 100), body.decode(), engine, config)
+    return validate(decode_review(body, 100), engine, config, (), NOW)
 
 
 CONTROLLERS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"]
@@ -105,11 +107,11 @@ def debug_review(added: dict[str, Any], namespace: str = "ml-training") -> dict[
 def test_a_privileged_debug_container_is_denied_and_a_plain_one_allowed(engine, config):
     evil = {"name": "debugger", "image": "docker.io/library/busybox:1", "securityContext": {"privileged": True}}
     body = orjson.dumps(debug_review(evil))
-    result = validate(decode_review(body, 100), body.decode(), engine, config)
+    result = validate(decode_review(body, 100), engine, config, (), NOW)
     assert {o.rule for o in result.rules("deny")} == {"security-privileged-container"}
     assert "container debugger of pod (ephemeral) is privileged" in result.decision.message
     plain = orjson.dumps(debug_review({"name": "debugger", "image": "registry.example.com/busybox:1"}))
-    assert validate(decode_review(plain, 100), plain.decode(), engine, config).decision.allowed
+    assert validate(decode_review(plain, 100), engine, config, (), NOW).decision.allowed
     assert mutate(decode_review(body, 100), config).patch == []
 
 

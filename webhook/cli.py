@@ -172,7 +172,8 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     from .offline.chain.model import Cluster
     from .offline.chain.volcano import read_admission_config
     from .core.config import load_config
-    from .policy.regorus_engine import RegorusEngine, load_policy_set
+    from .policy.regorus_engine import RegorusEngine
+    from .policy.sources import load_policy_set
     from .offline.eval_manifests import ManifestError, evaluate, load_manifests
 
     try:

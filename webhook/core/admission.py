@@ -21,7 +21,8 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 @dataclass(frozen=True)
 class AdmissionRequest:
-    """The parts of ``AdmissionReview.request`` vgate decides on; ``review`` keeps the whole body."""
+    """The parts of ``AdmissionReview.request`` vgate decides on; ``review`` is the whole parsed
+    body and ``raw`` its bytes, which policy engines evaluate without parsing them again."""
 
     api_version: str
     uid: str
@@ -39,6 +40,7 @@ class AdmissionRequest:
     object: dict[str, Any] | None
     old_object: dict[str, Any] | None
     review: dict[str, Any] = field(repr=False)
+    raw: bytes = field(repr=False, default=b"")
 
     @property
     def api_group_version(self) -> str:
@@ -109,6 +111,7 @@ def decode_review(body: bytes, max_depth: int) -> AdmissionRequest:
         object=obj,
         old_object=old,
         review=review,
+        raw=body,
     )
 
 

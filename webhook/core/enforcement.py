@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config
-from ..policy.regorus_engine import PolicyResult
+from .contract import PolicyResult
 from .policy_exceptions import PolicyException
 from .workloads import matches_globs
 

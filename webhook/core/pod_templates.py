@@ -23,7 +23,7 @@ import orjson
 
 from .admission import AdmissionRequest
 from .config import Config
-from ..policy.regorus_engine import PolicyResult, Violation
+from .contract import EngineInput, PolicyResult, Violation
 from .mutation import mutate
 
 
@@ -47,7 +47,7 @@ def controller_name(request: AdmissionRequest) -> str:
     return request.name or (f"{metadata['generateName']}*" if metadata.get("generateName") else "(generated name)")
 
 
-def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
+def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], EngineInput]:
     """The pod the controller will create, as /mutate delivers it, and the review to evaluate it in.
 
     Raises ValueError for a controller without a template object (the API server rejects those).
@@ -66,7 +66,7 @@ def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], d
         kind={"group": "", "version": "v1", "kind": "Pod"}, resource={"group": "", "version": "v1", "resource": "pods"},
         operation="CREATE", object=pod, oldObject=None)
     review["request"].pop("subResource", None)
-    return pod, review
+    return pod, EngineInput.of(review)
 
 
 def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> PolicyResult:

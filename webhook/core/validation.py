@@ -1,7 +1,7 @@
 """/validate: turn the policy result for one request into an admission decision.
 
-Pure: the request, an engine, the config and the exceptions in force in, a Decision out.
-Unknown kinds and exempt namespaces never reach the engine. When the engine fails, the
+Pure: the request, an engine, the config, the exceptions in force and the time in; a Validation
+out. Unknown kinds and exempt namespaces never reach the engine. When the engine fails, the
 configured failure mode decides (default deny, with the reason), so a broken policy never
 silently admits what it was meant to stop.
 """
@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-
-import orjson
+from datetime import datetime
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
+from .contract import EngineInput, PolicyEngine, PolicyResult
 from .enforcement import Outcome, enforce
-from ..policy.regorus_engine import PolicyEngine, PolicyResult
 from .errors import EvaluationError
-from .policy_exceptions import PolicyException
 from .pod_templates import named_for_controller, pod_of, template_changed
+from .policy_exceptions import PolicyException
 from .workloads import Workload, classify, is_exempt, labels_of
 
 
@@ -33,14 +31,16 @@ class Validation:
     result: PolicyResult = field(default_factory=lambda: PolicyResult((), ()))  # what the rules said, before enforcement
     error: str | None = None
     exempt: bool = False
+    engine: str | None = None  # which engine answered, when one was asked
+    fallback: str | None = None  # why the RVM did not, when the interpreter answered instead
 
     def rules(self, action: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.action == action]
 
 
-def validate(request: AdmissionRequest, input_json: str, engine: PolicyEngine, config: Config,
-             exceptions: Sequence[PolicyException] = (), now: datetime | None = None) -> Validation:
-    """Evaluate the policies on one request (given as the AdmissionReview's JSON text).
+def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
+             now: datetime) -> Validation:
+    """Evaluate the policies on one request and decide.
 
     A pod controller is evaluated as the pod its template will create (``pod_templates``).
     """
@@ -54,18 +54,18 @@ def validate(request: AdmissionRequest, input_json: str, engine: PolicyEngine, c
     if controller and not template_changed(request):
         return Validation(Decision())
     try:
+        evaluated = EngineInput(request.raw, request.review)
         if controller:
-            obj, review = pod_of(request, config)
-            input_json = orjson.dumps(review).decode()
-        result = engine.evaluate(input_json)
+            obj, evaluated = pod_of(request, config)
+        answer = engine.evaluate(evaluated)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
         return _failed(request, reason, engine.revision, config.server["failureMode"])
-    if controller:
-        result = named_for_controller(result, request)
+    result = named_for_controller(answer.result, request) if controller else answer.result
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
-                       labels=labels_of(obj), now=now or datetime.now(timezone.utc))
-    return Validation(_decide(request, outcomes, engine.revision), outcomes, result)
+                       labels=labels_of(obj), now=now)
+    return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answer.engine,
+                      fallback=answer.fallback)
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:

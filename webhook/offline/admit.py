@@ -8,6 +8,7 @@ offline exactly as the API server would have it judged.
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +19,7 @@ import orjson
 from ..core.admission import Decision, decode_review
 from .chain.model import Cluster, Delivery, deliver
 from ..core.config import Config
-from ..policy.regorus_engine import PolicyEngine
+from ..core.contract import PolicyEngine
 from ..core.policy_exceptions import PolicyException
 from ..core.mutation import Mutation, mutate
 from ..core.validation import Validation, validate
@@ -79,7 +80,7 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
     body = orjson.dumps(review)
-    verdict = validate(decode_review(body, depth), body.decode(), engine, config, exceptions)
+    verdict = validate(decode_review(body, depth), engine, config, exceptions, now=datetime.now(timezone.utc))
     return OfflineResult(submitted, mutation, mutated, verdict)
 
 
@@ -103,5 +104,5 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
         return OfflineResult(manifest, mutation, delivery.final, Validation(Decision(), exempt=True), delivery)
     old = copy.deepcopy(delivery.final) if operation == "UPDATE" else None
     body = orjson.dumps(review_for(delivery.final, operation=operation, namespace=namespace, old_object=old, **options))
-    verdict = validate(decode_review(body, depth), body.decode(), engine, config, exceptions)
+    verdict = validate(decode_review(body, depth), engine, config, exceptions, now=datetime.now(timezone.utc))
     return OfflineResult(manifest, mutation, delivery.final, verdict, delivery)

@@ -25,7 +25,7 @@ import yaml
 from .chain.errors import ModelError
 from .chain.model import Cluster, Delivery
 from ..core.config import Config
-from ..policy.regorus_engine import PolicyEngine
+from ..core.contract import PolicyEngine
 from ..core.errors import RequestError
 from .admit import OfflineResult, admit
 

@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 
 from ..core.config import Config
-from ..policy.regorus_engine import PACKAGE_LINE, RegorusEngine, compile_engine, load_policy_set, policy_error
+from ..core.contract import EngineInput
+from ..policy.regorus_engine import RegorusEngine, compile_engine, policy_error
+from ..policy.sources import load_policy_set, package_of
 from ..core.errors import EvaluationError
 from .chain.model import Cluster
 from .admit import admit, review_for
@@ -52,11 +54,11 @@ def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTes
     engine.set_input_json("{}")
     results = []
     for path, text in policy_set.files:
-        package = PACKAGE_LINE.search(text)
+        package = package_of(text)
         if not path.endswith("_test.rego") or package is None:
             continue
         for match in _TEST_RULE.finditer(text):
-            rule = f"data.{package.group(1)}.{match.group(1)}"
+            rule = f"data.{package}.{match.group(1)}"
             line = text.count("\n", 0, match.start()) + 1
             results.append(_run_one(engine, rule, path, line))
     coverage = {}
@@ -98,8 +100,8 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
 
 def _engines_agree(engine: RegorusEngine, mutated: dict[str, Any]) -> bool:
     """Whether the engine that serves requests and the interpreter decide ``mutated`` alike."""
-    body = json.dumps(review_for(mutated))
+    request = EngineInput.of(review_for(mutated))
     try:
-        return engine.evaluate(body) == engine.evaluate_interpreted(body)
+        return engine.evaluate(request).result == engine.evaluate_interpreted(request)
     except EvaluationError:
         return False

@@ -12,12 +12,12 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
 import requests
 from opa_client import OpaClient
 
-from .regorus_engine import ENTRY_RULE, PolicyResult, PolicySet, parse_result
+from ..core.contract import ENTRY_RULE, EngineInput, Evaluation, parse_result
 from ..core.errors import ConfigError, EvaluationError
+from .sources import PolicySet
 
 
 class OpaEngine:
@@ -36,10 +36,10 @@ class OpaEngine:
         self._data_pushed = False
         self._lock = threading.Lock()
 
-    def evaluate(self, input_json: str) -> PolicyResult:
+    def evaluate(self, request: EngineInput) -> Evaluation:
         try:
             self._push_config()
-            answer = self._client.query_rule(orjson.loads(input_json), "vgate/main", "result")
+            answer = self._client.query_rule(request.document, "vgate/main", "result")
         except requests.Timeout:
             raise EvaluationError(f"OPA at {self.url} did not answer within {self._client.timeout}s") from None
         except requests.JSONDecodeError as exc:
@@ -48,7 +48,7 @@ class OpaEngine:
             raise EvaluationError(f"OPA at {self.url} failed: {type(exc).__name__}: {_one_line(exc)}") from None
         if not isinstance(answer, dict) or "result" not in answer:
             raise EvaluationError(f"OPA at {self.url} has no {ENTRY_RULE}: load policies/ into it")
-        return parse_result(answer["result"])
+        return Evaluation(parse_result(answer["result"]), self.name)
 
     def _push_config(self) -> None:
         """Put the gateway config at data.vgate.config once (again after OPA was unreachable)."""

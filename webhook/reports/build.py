@@ -25,46 +25,13 @@ import orjson
 import yaml
 
 from ..audit.log import Finding, segments, verify_segments
+from ..policy.sources import RuleInfo, rule_catalogue
 from .keys import load_private_key, load_public_key, sign, signature_valid
 
 FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
 SUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
 CSV_FIELDS = ("time", "replica", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "dryRun",
               "decision", "rules", "exceptions", "policyRevision", "latencyMs")
-
-
-@dataclass
-class RuleInfo:
-    id: str
-    title: str = ""
-    severity: str = "medium"
-    category: str = ""
-    control: str = ""
-
-
-def policy_metadata(path: str | Path) -> dict[str, Any]:
-    """The YAML of a policy file's leading ``# METADATA`` comment block ({} if it has none)."""
-    lines = Path(path).read_text().splitlines()
-    if not lines or lines[0] != "# METADATA":
-        return {}
-    block = []
-    for line in lines[1:]:
-        if not line.startswith("#"):
-            break
-        block.append(line[2:] if line.startswith("# ") else line[1:])
-    return yaml.safe_load("\n".join(block)) or {}
-
-
-def rule_catalogue(policy_dir: str | Path) -> dict[str, RuleInfo]:
-    """Each rule's METADATA (id, title, severity, category, MLPS control), by rule id."""
-    catalogue = {}
-    for path in sorted(Path(policy_dir).glob("*/policy.rego")):
-        metadata = policy_metadata(path)
-        custom = metadata.get("custom") or {}
-        info = RuleInfo(path.parent.name, metadata.get("title", ""), custom.get("severity", "medium"),
-                        custom.get("category", ""), custom.get("control", ""))
-        catalogue[info.id] = info
-    return catalogue
 
 
 @dataclass

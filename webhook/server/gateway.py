@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from typing import Any
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..audit.log import AuditError, DecisionLog
 from ..core.config import Config, load_config
-from ..policy.regorus_engine import PolicyEngine, RegorusEngine, load_policy_set
+from ..core.contract import PolicyEngine
+from ..policy.regorus_engine import RegorusEngine
+from ..policy.sources import load_policy_set
 from ..core.errors import RequestError
 from ..core.policy_exceptions import PolicyException, load_exceptions
-from .metrics import ERRORS, LATENCY, REQUESTS, VIOLATIONS
+from .metrics import ERRORS, EVALUATIONS, LATENCY, REQUESTS, VIOLATIONS
 from ..core.mutation import Mutation, mutate
 from ..policy.opa import OpaEngine
 from ..core.validation import Validation, validate
@@ -86,7 +89,11 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
-        result = validate(request, body.decode("utf-8"), self.engine, self.config, self.exceptions)
+        result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc))
+        if result.engine:
+            EVALUATIONS.labels(result.engine).inc()
+        if result.fallback:
+            log.debug("the interpreter answered %s %s: %s", request.kind, request.uid, result.fallback)
         if result.error:
             log.error("policy evaluation failed for %s %s: %s", request.kind, request.uid, result.error)
             ERRORS.labels("validate", "evaluation").inc()

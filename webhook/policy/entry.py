@@ -1,0 +1,35 @@
+"""The generated entry module: the union of every rule package's decisions, by explicit reference.
+
+``policies/lib/main.rego`` (what OPA serves) iterates ``data.vgate.rules[_]``; regorus evaluates
+every rule of a package reached that way. The entry names each package's ``deny`` and ``warn``
+directly, and only where the package defines them (in an array, one undefined reference would
+make the whole result undefined): the same result, ~30% cheaper in regorus.
+"""
+
+from __future__ import annotations
+
+from .sources import PolicySet, decision_rules
+
+ENTRY_PACKAGE = "vgate.entry"
+ENTRY_RESULT = f"data.{ENTRY_PACKAGE}.result"
+ENTRY_FILE = "<vgate entry>"
+
+
+def entry(policy_set: PolicySet) -> tuple[str, str]:
+    """The entry module for ``policy_set``, as (file name, text), that both engines load beside it."""
+    return ENTRY_FILE, entry_module(decision_rules(policy_set))
+
+
+def entry_module(rules: dict[str, set[str]]) -> str:
+    """Rego gathering each package's ``deny``/``warn`` by name, as main.rego does for all of them.
+
+    One comprehension over explicit references: regorus spends ~15 us per rule body and per
+    reference to an undefined rule, so this costs about half of one rule per package.
+    """
+    def gather(kind: str) -> list[str]:
+        refs = [f"\t\tdata.{package}.{kind}," for package, kinds in sorted(rules.items()) if kind in kinds]
+        return [f"{kind}_results := [", *refs, "]", "",
+                f"{kind} := [violation | some results in {kind}_results; some violation in results]", ""]
+
+    return "\n".join([f"package {ENTRY_PACKAGE}", "", "import rego.v1", "", *gather("deny"), *gather("warn"),
+                      'result := {"deny": deny, "warn": warn}', ""])
