@@ -23,7 +23,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from load import admission_review, realistic_pod  # noqa: E402
 
 from webhook.audit.log import DecisionLog, verify_segments  # noqa: E402
-from webhook.server.gateway import Gateway  # noqa: E402
+from webhook.server.gateway import Gateway
+from webhook.server.metrics import Metrics
+from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
 
 def throughput(gateway: Gateway, body: bytes, requests: int, threads: int) -> float:
@@ -50,8 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     body = admission_review(realistic_pod())
     with tempfile.TemporaryDirectory() as scratch:
-        off = Gateway.load(None, ROOT / "policies", audit=False)
-        on = Gateway.load(None, ROOT / "policies", audit=False)
+        off = load_gateway(Settings(None, str(ROOT / "policies")), Metrics(), audit=False)
+        on = load_gateway(Settings(None, str(ROOT / "policies")), Metrics(), audit=False)
         on.decisions = DecisionLog(Path(scratch) / "audit", replica="bench")
         rates: dict[str, list[float]] = {"off": [], "on": []}
         throughput(off, body, 200, args.threads)

@@ -30,7 +30,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
 
-from webhook.server.gateway import Gateway  # noqa: E402
+from webhook.server.gateway import Gateway
+from webhook.server.metrics import Metrics
+from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
 CORE = ("placement-single-zone", "placement-encrypted-memory", "network-no-external")
 
@@ -92,8 +94,8 @@ def main() -> None:
     parser.add_argument("--https-requests", type=int, default=500, help="requests per ab run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        full = Gateway.load(None, ROOT / "policies", audit=False)
-        core = Gateway.load(None, core_policies(Path(scratch) / "policies"), audit=False)
+        full = load_gateway(Settings(None, str(ROOT / "policies")), Metrics(), audit=False)
+        core = load_gateway(Settings(None, str(core_policies(Path(scratch) / "policies"))), Metrics(), audit=False)
         rules = len([p for p in (ROOT / "policies").iterdir() if (p / "policy.rego").is_file()])
         print(f"full catalogue: {rules} rules; core: {len(CORE)} rules; engine {full.engine.name}; "
               f"{args.pairs} pairs of {args.block}-validation blocks per pod")

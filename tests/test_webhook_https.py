@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import ssl
 import socket
 
@@ -46,14 +47,22 @@ def test_health_ready_and_metrics(server):
     ready = server.session.get(server.url + "/readyz").json()
     assert ready["status"] == "ready" and len(ready["policyRevision"]) == 64
     assert ready["policyEngine"] == "rvm"
+    before = rvm_evaluations(server)
     # A pod no rule warns about, so the decision counted below is "allowed" whatever ran before.
-    answer = server.post("/validate", review(pod(namespace="ml-training", securityContext={"runAsNonRoot": True})))
-    assert answer.json()["response"]["allowed"] is True and "warnings" not in answer.json()["response"]
+    for _ in range(3):
+        answer = server.post("/validate", review(pod(namespace="ml-training", securityContext={"runAsNonRoot": True})))
+        assert answer.json()["response"]["allowed"] is True and "warnings" not in answer.json()["response"]
     metrics = server.session.get(server.url + "/metrics")
     assert metrics.headers["Content-Type"].startswith("text/plain")
     assert 'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate",kind="Pod",operation="CREATE"}' in metrics.text
     assert "vgate_admission_duration_seconds_bucket" in metrics.text
-    assert 'vgate_policy_evaluations_total{engine="rvm"}' in metrics.text
+    assert rvm_evaluations(server) == before + 3  # one per request: loading an engine counts none
+
+
+def rvm_evaluations(server) -> float:
+    text = server.session.get(server.url + "/metrics").text
+    found = re.search(r'^vgate_policy_evaluations_total\{engine="rvm"\} (\S+)$', text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
 
 
 def test_mutate_returns_base64_json_patch_for_a_pod(server):

@@ -2,7 +2,7 @@
 
 The public surface is small: ``create_app`` and ``Gateway`` for embedding and tests, the
 ``vgate`` command for everything else. They are imported lazily: `vgate serve` must set up
-multiprocess metrics before anything imports prometheus_client.
+multiprocess metrics before anything imports prometheus_client (see ``server/metrics.py``).
 """
 
 from typing import Any

@@ -71,14 +71,14 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # Must precede the first import of prometheus_client: workers are forked from this process.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
-    from .server.app import create_app
-    from .server.gateway import Gateway
-    from .server.reload import RELOAD_TOKEN_ENV, LiveGateway
-    from .reports.schedule import ReportScheduler
     from .server.gunicorn import ServeOptions, VgateServer
+    from .server.metrics import Metrics
+    from .server.reload import RELOAD_TOKEN_ENV
+    from .server.wiring import Settings, build_app, load_gateway
 
+    settings = Settings(config_path, policy_dir, opa_url, opa_timeout, reload_interval, hourly_reports)
     try:
-        Gateway.load(config_path, policy_dir, audit=False, opa_url=opa_url, opa_timeout=opa_timeout)
+        load_gateway(settings, Metrics(), audit=False)
     except SourceError as error:
         raise click.ClickException(str(error)) from None
     paths = CertPaths.under(cert_dir)
@@ -89,17 +89,9 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     token.touch()
     os.environ[RELOAD_TOKEN_ENV] = str(token)
 
-    def worker_app() -> object:
-        live = LiveGateway(lambda: Gateway.load(config_path, policy_dir, opa_url=opa_url, opa_timeout=opa_timeout))
-        live.watch(reload_interval)
-        if hourly_reports:
-            ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
-        log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
-        return create_app(live)
-
     log.info("serving on https://%s with %d workers", bind, workers)
     options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
-    VgateServer(worker_app, options).run()
+    VgateServer(lambda: build_app(settings), options).run()
 
 
 @main.command("test")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -27,8 +28,11 @@ DEFAULT_CONFIG_PATH = Path(str(resources.files("webhook.core") / "defaults" / "v
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
 
 
-def _schema() -> dict[str, Any]:
-    return json.loads((resources.files("webhook.core") / "config.schema.json").read_text())
+@functools.cache
+def _validator() -> Any:
+    """The schema's validator, filling in defaults; built on first use, not at import."""
+    schema = json.loads((resources.files("webhook.core") / "config.schema.json").read_text())
+    return _with_defaults(jsonschema.Draft202012Validator)(schema)
 
 
 def _with_defaults(validator_class: type) -> type:
@@ -45,8 +49,6 @@ def _with_defaults(validator_class: type) -> type:
     return validators.extend(validator_class, {"properties": fill_then_check})
 
 
-_SCHEMA = _schema()
-_Validator = _with_defaults(jsonschema.Draft202012Validator)
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         document = {}
     if not isinstance(document, dict):
         raise ConfigError(source, 1, "the config must be a mapping at the top level")
-    error = jsonschema.exceptions.best_match(_Validator(_SCHEMA).iter_errors(document))
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(document))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         path = list(error.absolute_path)

@@ -7,6 +7,7 @@ others keep working; an expired exception simply no longer applies.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,8 +21,11 @@ import yaml
 from .errors import SourceError
 from .workloads import matches_globs
 
-_VALIDATOR = jsonschema.Draft202012Validator(
-    json.loads((resources.files("webhook.core") / "exception.schema.json").read_text()))
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """Built on first use, not at import."""
+    return jsonschema.Draft202012Validator(
+        json.loads((resources.files("webhook.core") / "exception.schema.json").read_text()))
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def _parse_file(path: Path) -> list[PolicyException]:
         raise SourceError(str(path), mark.line + 1 if mark else None, f"cannot read exception: {exc}") from exc
     parsed = []
     for index, document in enumerate(documents):
-        error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(document))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
             raise SourceError(str(path), None, f"document {index}: {where}: {error.message}")

@@ -18,7 +18,7 @@ from flask.json.provider import JSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ..core.errors import RequestError
-from .metrics import exposition
+from .metrics import Metrics
 from .reload import LiveGateway
 
 log = logging.getLogger("vgate")
@@ -38,8 +38,8 @@ class OrjsonProvider(JSONProvider):
         return Response(orjson.dumps(obj), mimetype="application/json")
 
 
-def create_app(live: LiveGateway) -> Flask:
-    """A Flask app serving the gateway in force; build as many as you like (tests do)."""
+def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
+    """A Flask app serving the gateway in force and its metrics; build as many as you like."""
     app = Flask("vgate")
     app.json = OrjsonProvider(app)
 
@@ -78,8 +78,8 @@ def create_app(live: LiveGateway) -> Flask:
                                   "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})
 
     @app.get("/metrics")
-    def metrics() -> Response:
-        payload, content_type = exposition()
+    def metrics_view() -> Response:
+        payload, content_type = metrics.exposition()
         return Response(payload, content_type=content_type)
 
     @app.errorhandler(RequestError)

@@ -16,15 +16,12 @@ from typing import Any
 
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..audit.log import AuditError, DecisionLog
-from ..core.config import Config, load_config
+from ..core.config import Config
 from ..core.contract import PolicyEngine
-from ..policy.regorus_engine import RegorusEngine
-from ..policy.sources import load_policy_set
 from ..core.errors import RequestError
-from ..core.policy_exceptions import PolicyException, load_exceptions
-from .metrics import ERRORS, EVALUATIONS, LATENCY, REQUESTS, VIOLATIONS
+from ..core.policy_exceptions import PolicyException
+from .metrics import Metrics
 from ..core.mutation import Mutation, mutate
-from ..policy.opa import OpaEngine
 from ..core.validation import Validation, validate
 
 log = logging.getLogger("vgate")
@@ -32,33 +29,14 @@ log = logging.getLogger("vgate")
 
 @dataclass
 class Gateway:
-    """Config, engine and decision log of one worker process."""
+    """Config, engine, decision log and metrics of one worker process (built by ``wiring``)."""
 
     config: Config
     engine: PolicyEngine
     decisions: DecisionLog | None
     exceptions: list[PolicyException] = field(default_factory=list)
     policy_dir: Path = Path("policies")
-
-    @classmethod
-    def load(cls, config_path: str | Path | None, policy_dir: str | Path, *, audit: bool = True,
-             opa_url: str | None = None, opa_timeout: float = 2.0) -> "Gateway":
-        """Load and compile everything; raises ConfigError/PolicyError naming file and line.
-
-        The policies are compiled in process even when ``opa_url`` sends evaluation to OPA: that
-        checks the files OPA is meant to serve and gives the revision every decision records.
-        """
-        config = load_config(config_path)
-        policy_set = load_policy_set(policy_dir)
-        engine: PolicyEngine = RegorusEngine(policy_set, config.document)
-        if opa_url:
-            engine = OpaEngine(opa_url, policy_set, config.document, opa_timeout)
-        decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
-        exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"])
-        for error in rejected:
-            log.error("policy exception rejected: %s", error)
-            ERRORS.labels("load", "exception_file").inc()
-        return cls(config, engine, decisions, exceptions, Path(policy_dir))
+    metrics: Metrics = field(default_factory=Metrics)
 
     def sources(self) -> list[Path]:
         """What this gateway was built from: a change to any of them calls for a reload."""
@@ -77,7 +55,7 @@ class Gateway:
             mutation = mutate(request, self.config)
         except Exception as exc:  # noqa: BLE001 - a mutation bug must not block admission
             log.exception("mutation failed for %s %s", request.kind, request.uid)
-            ERRORS.labels("mutate", "mutation").inc()
+            self.metrics.errors.labels("mutate", "mutation").inc()
             mutation, error = Mutation(), f"mutation failed: {exc}"
         decision = Decision(patch=mutation.patch)
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
@@ -91,14 +69,14 @@ class Gateway:
         request = self._decode("validate", body, started)
         result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc))
         if result.engine:
-            EVALUATIONS.labels(result.engine).inc()
+            self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:
             log.debug("the interpreter answered %s %s: %s", request.kind, request.uid, result.fallback)
         if result.error:
             log.error("policy evaluation failed for %s %s: %s", request.kind, request.uid, result.error)
-            ERRORS.labels("validate", "evaluation").inc()
+            self.metrics.errors.labels("validate", "evaluation").inc()
         for outcome in result.outcomes:
-            VIOLATIONS.labels(outcome.rule, outcome.action).inc()
+            self.metrics.violations.labels(outcome.rule, outcome.action).inc()
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result))
         if not recorded and self.config.document["audit"]["failureMode"] == "deny":
@@ -110,8 +88,8 @@ class Gateway:
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
         """Record and count a request refused before any decision (HTTP 400/413)."""
-        ERRORS.labels(endpoint, f"http_{error.status}").inc()
-        REQUESTS.labels(endpoint, "", "", "error", "false").inc()
+        self.metrics.errors.labels(endpoint, f"http_{error.status}").inc()
+        self.metrics.requests.labels(endpoint, "", "", "error", "false").inc()
         self._write({"endpoint": endpoint, "decision": "error", "httpStatus": error.status, "error": error.message,
                      "policyRevision": self.revision, "latencyMs": _ms(started)})
 
@@ -125,8 +103,8 @@ class Gateway:
     def _finish(self, endpoint: str, request: AdmissionRequest, decision: Decision, outcome: str,
                 started: float, **details: Any) -> bool:
         elapsed = time.perf_counter() - started
-        LATENCY.labels(endpoint).observe(elapsed)
-        REQUESTS.labels(endpoint, request.kind, request.operation, outcome, str(request.dry_run).lower()).inc()
+        self.metrics.latency.labels(endpoint).observe(elapsed)
+        self.metrics.requests.labels(endpoint, request.kind, request.operation, outcome, str(request.dry_run).lower()).inc()
         return self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
@@ -145,7 +123,7 @@ class Gateway:
             self.decisions.record(entry)
         except AuditError as exc:
             log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
-            ERRORS.labels(entry["endpoint"], "audit").inc()
+            self.metrics.errors.labels(entry["endpoint"], "audit").inc()
             return False
         return True
 

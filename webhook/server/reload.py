@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..core.errors import SourceError
 from .gateway import Gateway
-from .metrics import RELOAD_OK, RELOADS
+from .metrics import Metrics
 
 log = logging.getLogger("vgate")
 RELOAD_TOKEN_ENV = "VGATE_RELOAD_TOKEN"
@@ -38,13 +38,14 @@ class ReloadStatus:
 class LiveGateway:
     """The gateway in force, and how to replace it."""
 
-    def __init__(self, load: Callable[[], Gateway]) -> None:
+    def __init__(self, load: Callable[[], Gateway], metrics: Metrics) -> None:
         self._load = load
+        self._metrics = metrics
         self.current = load()
         self.status = ReloadStatus(_now(), True, self.current.revision)
         self._lock = threading.Lock()
         self._signature = self._fingerprint()
-        RELOAD_OK.set(1)
+        metrics.reload_ok.set(1)
 
     def reload(self) -> ReloadStatus:
         """Load everything anew and swap it in; keep the old gateway if anything is invalid."""
@@ -54,14 +55,14 @@ class LiveGateway:
                 fresh = self._load()
             except SourceError as error:
                 log.error("reload failed, still serving policy revision %s: %s", self.current.revision, error)
-                RELOADS.labels("failure").inc()
-                RELOAD_OK.set(0)
+                self._metrics.reloads.labels("failure").inc()
+                self._metrics.reload_ok.set(0)
                 self.status = ReloadStatus(_now(), False, self.current.revision, str(error))
                 return self.status
             fresh.decisions = self.current.decisions  # one decision log per process, across reloads
             self.current = fresh
-            RELOADS.labels("success").inc()
-            RELOAD_OK.set(1)
+            self._metrics.reloads.labels("success").inc()
+            self._metrics.reload_ok.set(1)
             self.status = ReloadStatus(_now(), True, fresh.revision)
             log.info("reloaded: policy revision %s, config %s", fresh.revision, fresh.config.source)
             return self.status
