@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from load import admission_review, realistic_pod  # noqa: E402
 
-from webhook.audit.log import DecisionLog, verify_segments  # noqa: E402
+from webhook.audit.log import DecisionLog  # noqa: E402
+from webhook.audit.verify import verify_segments  # noqa: E402
 from webhook.server.gateway import Gateway
 from webhook.server.metrics import Metrics
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from conftest import VGATE, pod, review
-from webhook.audit.log import GENESIS, DecisionLog, verify_segments
+from webhook.audit.log import GENESIS, DecisionLog
+from webhook.audit.verify import verify_segments
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:

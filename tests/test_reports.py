@@ -15,7 +15,8 @@ import yaml
 
 from conftest import CORPUS, POLICIES, VGATE, pod, review
 from webhook.reports.keys import ensure_key, public_key_path
-from webhook.reports.build import build_report, hour_directory, verify_reports
+from webhook.reports.build import build_report, hour_directory
+from webhook.reports.verify import verify_reports
 
 
 def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:

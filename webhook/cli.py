@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import tempfile
-from datetime import datetime
+from .core import hours
 from pathlib import Path
 
 import click
@@ -196,7 +196,8 @@ def report(hour_text: str, config_path: str | None, policy_dir: str) -> None:
     """Write (or rebuild) the signed compliance report of one hour under reports/YYYY/MM/DD/HH/."""
     from .core.config import load_config
     from .reports.keys import ensure_key, public_key_path
-    from .reports.build import build_report, parse_hour
+    from .core.hours import from_label as parse_hour
+    from .reports.build import build_report
 
     try:
         hour = parse_hour(hour_text)
@@ -223,7 +224,7 @@ def _hour(value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        return datetime.strptime(value, "%Y-%m-%dT%H").strftime("%Y%m%dT%H")
+        return hours.tag(hours.from_label(value))
     except ValueError:
         raise click.BadParameter(f"{value!r} is not an hour like 2026-12-02T10") from None
 
@@ -241,10 +242,11 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
 
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
-    from .audit.log import verify_segments
+    from .audit.verify import verify_segments
     from .core.config import load_config
     from .reports.keys import public_key_path
-    from .reports.build import parse_hour, verify_reports
+    from .core.hours import from_label as parse_hour
+    from .reports.verify import verify_reports
 
     try:
         document = load_config(config_path).document

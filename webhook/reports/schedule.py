@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.log import SEGMENT
+from ..core import hours
 from .keys import ensure_key, public_key_path
-from .build import SUMS, build_report, hour_directory, verify_reports
+from .build import build_report, hour_directory
+from .sums import SUMS
+from .verify import verify_reports
 
 log = logging.getLogger("vgate")
 STALE_LOCK_SECONDS = 600
@@ -54,7 +57,7 @@ class ReportScheduler:
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key))
-                log.info("wrote the compliance report of %s", hour.strftime("%Y-%m-%dT%H"))
+                log.info("wrote the compliance report of %s", hours.label(hour))
             finally:
                 (directory / ".lock").unlink(missing_ok=True)
         prune(audit_dir, reports_dir, document["reports"]["retentionDays"], public_key_path(key), now)
@@ -102,7 +105,7 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: P
         match = SEGMENT.match(segment.name)
         if not match:
             continue
-        hour = datetime.strptime(match["hour"], "%Y%m%dT%H").replace(tzinfo=timezone.utc)
+        hour = hours.from_tag(match["hour"])
         if hour >= cutoff.replace(minute=0, second=0, microsecond=0):
             continue
         if not public_key.is_file() or not (hour_directory(reports_dir, hour) / SUMS).is_file():
