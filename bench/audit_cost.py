@@ -20,13 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import admission_review, realistic_pod  # noqa: E402
-
 from webhook.audit.log import DecisionLog  # noqa: E402
 from webhook.audit.verify import verify_segments  # noqa: E402
-from webhook.server.gateway import Gateway
-from webhook.server.metrics import Metrics
+from webhook.server.gateway import Gateway  # noqa: E402
+from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
+
+from load import admission_review, realistic_pod  # noqa: E402
 
 
 def throughput(gateway: Gateway, body: bytes, requests: int, threads: int) -> float:

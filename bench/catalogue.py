@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
-
-from webhook.server.gateway import Gateway
-from webhook.server.metrics import Metrics
+from webhook.server.gateway import Gateway  # noqa: E402
+from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
+
+from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
 
 CORE = ("placement-single-zone", "placement-encrypted-memory", "network-no-external")
 
@@ -72,7 +72,7 @@ def compare_over_https(core_dir: Path, bodies: list[tuple[str, bytes]], pairs: i
                     result = measure(urls[name], body, requests, 1)
                     p50[name].append(result["p50_ms"])
                     p99[name].append(result["p99_ms"])
-            ratios = [f / c for f, c in zip(p50["full"], p50["core"])]
+            ratios = [f / c for f, c in zip(p50["full"], p50["core"], strict=True)]
             q1, ratio, q3 = quartiles(ratios)
             print(f"{label:14s} HTTPS /validate p50 core {statistics.median(p50['core']):5.2f} ms  "
                   f"full {statistics.median(p50['full']):5.2f} ms  full/core {ratio:.2f}x (+{(ratio - 1) * 100:.0f}%, "
@@ -99,7 +99,10 @@ def main() -> None:
         rules = len([p for p in (ROOT / "policies").iterdir() if (p / "policy.rego").is_file()])
         print(f"full catalogue: {rules} rules; core: {len(CORE)} rules; engine {full.engine.name}; "
               f"{args.pairs} pairs of {args.block}-validation blocks per pod")
-        bodies = [("sensitive pod", admission_review(realistic_pod())), ("typical pod", admission_review(typical_pod()))]
+        bodies = [
+            ("sensitive pod", admission_review(realistic_pod())),
+            ("typical pod", admission_review(typical_pod())),
+        ]
         for label, body in bodies:
             assert full.validate(body)["response"]["allowed"] and core.validate(body)["response"]["allowed"]
             for gateway in (core, full):
@@ -113,9 +116,11 @@ def main() -> None:
                 times["full"].append(measured[id(full)])
                 ratios.append(measured[id(full)] / measured[id(core)])
             q1, ratio, q3 = quartiles(ratios)
-            print(f"{label:14s} /validate core {statistics.median(times['core']):5.0f} us   "
-                  f"full {statistics.median(times['full']):5.0f} us   full/core {ratio:.2f}x (+{(ratio - 1) * 100:.0f}%, "
-                  f"quartiles {q1:.2f}-{q3:.2f})")
+            print(
+                f"{label:14s} /validate core {statistics.median(times['core']):5.0f} us   "
+                f"full {statistics.median(times['full']):5.0f} us   full/core {ratio:.2f}x (+{(ratio - 1) * 100:.0f}%, "
+                f"quartiles {q1:.2f}-{q3:.2f})"
+            )
         if args.https:
             compare_over_https(Path(scratch) / "policies", bodies, args.https_pairs, args.https_requests)
 

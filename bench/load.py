@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import copy
 import http.client
-import re
-import shutil
 import json
 import os
+import re
+import shutil
 import ssl
 import statistics
 import subprocess
@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from webhook.core.config import DEFAULT_CONFIG_PATH
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
@@ -38,24 +40,43 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 def realistic_pod() -> dict[str, Any]:
     """A 3-5 KB sensitive training pod: a real Volcano example's template, dressed as in production
     and admitted by every rule of the catalogue."""
-    source = next(d for d in yaml.safe_load_all((CORPUS / "volcano-examples" / "integrations_tensorflow_dist-mnist_tf-dist-mnist-example.yaml").read_text()) if d)
+    source = next(
+        d
+        for d in yaml.safe_load_all(
+            (CORPUS / "volcano-examples" / "integrations_tensorflow_dist-mnist_tf-dist-mnist-example.yaml").read_text()
+        )
+        if d
+    )
     template = copy.deepcopy(source["spec"]["tasks"][0]["template"])
     metadata = template.get("metadata") or {}
     metadata.update(name="dist-mnist-ps-0", namespace="ml-training")
-    metadata["labels"] = {**metadata.get("labels", {}), "vgate.io/data-classification": "sensitive",
-                          "vgate.io/egress": "deny", "app.kubernetes.io/name": "dist-mnist",
-                          "app.kubernetes.io/part-of": "mnist-pipeline", "team": "vision-research",
-                          "volcano.sh/job-name": "dist-mnist", "volcano.sh/task-spec": "ps"}
-    metadata["annotations"] = {"scheduling.k8s.io/group-name": "dist-mnist", "volcano.sh/job-version": "0",
-                               "kubectl.kubernetes.io/last-applied-configuration": "x" * 600}
+    metadata["labels"] = {
+        **metadata.get("labels", {}),
+        "vgate.io/data-classification": "sensitive",
+        "vgate.io/egress": "deny",
+        "app.kubernetes.io/name": "dist-mnist",
+        "app.kubernetes.io/part-of": "mnist-pipeline",
+        "team": "vision-research",
+        "volcano.sh/job-name": "dist-mnist",
+        "volcano.sh/task-spec": "ps",
+    }
+    metadata["annotations"] = {
+        "scheduling.k8s.io/group-name": "dist-mnist",
+        "volcano.sh/job-version": "0",
+        "kubectl.kubernetes.io/last-applied-configuration": "x" * 600,
+    }
     spec = template["spec"]
-    spec["nodeSelector"] = {"topology.kubernetes.io/zone": "cn-north-1a",
-                            "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"}
+    spec["nodeSelector"] = {
+        "topology.kubernetes.io/zone": "cn-north-1a",
+        "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true",
+    }
     for container in spec["containers"]:
         container["env"] = [{"name": f"TF_CONFIG_{i}", "value": f"value-{i}-" + "v" * 40} for i in range(20)]
         container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}, {"name": "ckpt", "mountPath": "/ckpt"}]
-    spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "mnist-data"}},
-                       {"name": "ckpt", "emptyDir": {}}]
+    spec["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "mnist-data"}},
+        {"name": "ckpt", "emptyDir": {}},
+    ]
     spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     # Compliant with the whole catalogue, as most admitted production pods are: every rule then
     # runs to its last check instead of the request being a denial under one catalogue only.
@@ -77,14 +98,23 @@ def typical_pod() -> dict[str, Any]:
 
 
 def admission_review(obj: dict[str, Any]) -> bytes:
-    return json.dumps({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": obj["metadata"]["namespace"], "name": obj["metadata"]["name"],
-                    "operation": "CREATE", "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
-                    "object": obj, "dryRun": False},
-    }).encode()
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "bench",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": obj["metadata"]["namespace"],
+                "name": obj["metadata"]["name"],
+                "operation": "CREATE",
+                "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+                "object": obj,
+                "dryRun": False,
+            },
+        }
+    ).encode()
 
 
 def measure(url: str, body: bytes | None, requests: int, concurrency: int) -> dict[str, float]:
@@ -102,12 +132,19 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int) -> di
         if failed or non_2xx:
             raise SystemExit(f"{url}: {failed} failed, {non_2xx.group(1) if non_2xx else 0} non-2xx responses")
         rows = dict(line.split(",") for line in percentiles.read_text().splitlines()[1:])
-        return {"requests": requests, "rps": float(re.search(r"Requests per second:\s+([\d.]+)", output).group(1)),
-                "p50_ms": float(rows["50"]), "p99_ms": float(rows["99"])}
+        return {
+            "requests": requests,
+            "rps": float(re.search(r"Requests per second:\s+([\d.]+)", output).group(1)),
+            "p50_ms": float(rows["50"]),
+            "p99_ms": float(rows["99"]),
+        }
 
 
-def start_server(workers: int, threads: int, policies: Path = ROOT / "policies",
-                 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
+def start_server(
+    workers: int,
+    threads: int,
+    policies: Path = ROOT / "policies",
+) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log."""
     import socket
 
@@ -116,17 +153,37 @@ def start_server(workers: int, threads: int, policies: Path = ROOT / "policies",
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = Path(workdir.name) / "vgate.yaml"
-    config.write_text((ROOT / "webhook" / "defaults" / "vgate.yaml").read_text().replace("dir: audit", f"dir: {workdir.name}/audit"))
-    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--config", str(config),
-                               "--policies", str(policies), "--certs", f"{workdir.name}/certs",
-                               "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-                               "--threads", str(threads)],
-                              cwd=workdir.name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit"))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "serve",
+            "--config",
+            str(config),
+            "--policies",
+            str(policies),
+            "--certs",
+            f"{workdir.name}/certs",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+        ],
+        cwd=workdir.name,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ca = f"{workdir.name}/certs/ca.crt"
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
-            connection = http.client.HTTPSConnection("127.0.0.1", port, context=ssl.create_default_context(cafile=ca), timeout=2)
+            connection = http.client.HTTPSConnection(
+                "127.0.0.1", port, context=ssl.create_default_context(cafile=ca), timeout=2
+            )
             connection.request("GET", "/readyz")
             if connection.getresponse().status == 200:
                 return server, port, ca, workdir
@@ -153,30 +210,40 @@ def main() -> None:
     server, port, _, workdir = start_server(args.workers, args.threads)
     base = f"https://127.0.0.1:{port}"
     try:
-        targets = [("floor  GET /healthz (no-op)", "/healthz", None),
-                   ("POST /mutate   sensitive pod", "/mutate", sensitive),
-                   ("POST /validate sensitive pod", "/validate", sensitive),
-                   ("POST /mutate   typical pod", "/mutate", typical),
-                   ("POST /validate typical pod", "/validate", typical)]
+        targets = [
+            ("floor  GET /healthz (no-op)", "/healthz", None),
+            ("POST /mutate   sensitive pod", "/mutate", sensitive),
+            ("POST /validate sensitive pod", "/validate", sensitive),
+            ("POST /mutate   typical pod", "/mutate", typical),
+            ("POST /validate typical pod", "/validate", typical),
+        ]
         measure(base + "/validate", sensitive, 500, args.concurrency)  # warm every worker and thread
-        print(f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint and round, "
-              f"{args.rounds} interleaved rounds (medians shown), concurrency {args.concurrency}, "
-              f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with the client")
+        print(
+            f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint and round, "
+            f"{args.rounds} interleaved rounds (medians shown), concurrency {args.concurrency}, "
+            f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with the client"
+        )
         rounds: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in targets}
         for _ in range(args.rounds):  # interleaved, so drift in the machine's speed hits every target alike
             for name, path, payload in targets:
                 rounds[name].append(measure(base + path, payload, args.requests, args.concurrency))
-        results = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-                   for name, runs in rounds.items()}
+        results = {
+            name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in rounds.items()
+        }
         for name, _, _ in targets:
             r = results[name]
             spread = "/".join(f"{run['rps']:.0f}" for run in rounds[name])
-            print(f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
-                  f"   (rounds: {spread} req/s)")
+            print(
+                f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
+                f"   (rounds: {spread} req/s)"
+            )
         floor = results[targets[0][0]]
         for name in (t[0] for t in targets[1:]):
             r = results[name]
-            print(f"{name:30s} throughput {r['rps'] / floor['rps']:.2f}x floor, p99 {r['p99_ms'] / floor['p99_ms']:.2f}x floor")
+            print(
+                f"{name:30s} throughput {r['rps'] / floor['rps']:.2f}x floor, "
+                f"p99 {r['p99_ms'] / floor['p99_ms']:.2f}x floor"
+            )
         if args.json:
             print(json.dumps(results, indent=2))
     finally:

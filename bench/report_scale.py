@@ -32,14 +32,29 @@ def write_hour(audit: Path, records: int, writers: int = 2) -> None:
         with open(audit / f"decisions-bench-{writer}-{HOUR:%Y%m%dT%H}.jsonl", "wb") as segment:
             for n in range(writer, records, writers):
                 denied = n % 20 == 0
-                record = {"time": f"2026-12-02T10:{(n * 60 // records):02d}:00.000000+00:00", "replica": f"bench-{writer}",
-                          "endpoint": "validate", "uid": f"uid-{n}", "user": f"user-{n % 50}", "groups": ["team"],
-                          "operation": "CREATE", "kind": "v1/Pod", "resource": "pods", "namespace": f"ns-{n % 40}",
-                          "name": f"pod-{n}", "dryRun": n % 100 == 0, "decision": "denied" if denied else "allowed",
-                          "allowed": not denied, "message": "vgate denied Pod" if denied else None,
-                          "policyRevision": "a" * 64, "latencyMs": 1.2,
-                          "rules": [{"id": "security-host-ports", "action": "deny", "message": "opens host ports [80]"}]
-                          if denied else [], "prev": prev}
+                record = {
+                    "time": f"2026-12-02T10:{(n * 60 // records):02d}:00.000000+00:00",
+                    "replica": f"bench-{writer}",
+                    "endpoint": "validate",
+                    "uid": f"uid-{n}",
+                    "user": f"user-{n % 50}",
+                    "groups": ["team"],
+                    "operation": "CREATE",
+                    "kind": "v1/Pod",
+                    "resource": "pods",
+                    "namespace": f"ns-{n % 40}",
+                    "name": f"pod-{n}",
+                    "dryRun": n % 100 == 0,
+                    "decision": "denied" if denied else "allowed",
+                    "allowed": not denied,
+                    "message": "vgate denied Pod" if denied else None,
+                    "policyRevision": "a" * 64,
+                    "latencyMs": 1.2,
+                    "rules": [{"id": "security-host-ports", "action": "deny", "message": "opens host ports [80]"}]
+                    if denied
+                    else [],
+                    "prev": prev,
+                }
                 line = orjson.dumps(record)
                 prev = hashlib.sha256(line).hexdigest()
                 segment.write(line + b"\n")
@@ -53,8 +68,10 @@ def main() -> None:
         audit, reports = Path(scratch) / "audit", Path(scratch) / "reports"
         started = time.perf_counter()
         write_hour(audit, args.records)
-        print(f"wrote {args.records} records ({sum(p.stat().st_size for p in audit.iterdir()) / 2**20:.0f} MiB) "
-              f"in {time.perf_counter() - started:.1f} s")
+        print(
+            f"wrote {args.records} records ({sum(p.stat().st_size for p in audit.iterdir()) / 2**20:.0f} MiB) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
         build = (
             "import sys; from pathlib import Path; from datetime import datetime, timezone\n"
             "from webhook.reports.keys import ensure_key; from webhook.reports.build import build_report\n"

@@ -19,9 +19,9 @@ import requests
 import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH, load_config
+from webhook.offline.admit import review_for
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
-from webhook.offline.admit import review_for
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"
@@ -100,10 +100,27 @@ class Server:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.process = subprocess.Popen(
-            [*VGATE, "serve", "--config", str(config_path), "--policies", str(policies),
-             "--certs", str(workdir / "certs"), "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), *extra_args,
-             "--hourly-reports" if hourly_reports else "--no-hourly-reports"],
-            cwd=workdir, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            [
+                *VGATE,
+                "serve",
+                "--config",
+                str(config_path),
+                "--policies",
+                str(policies),
+                "--certs",
+                str(workdir / "certs"),
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(workers),
+                *extra_args,
+                "--hourly-reports" if hourly_reports else "--no-hourly-reports",
+            ],
+            cwd=workdir,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         self.session = requests.Session()
         self.session.verify = str(self.ca)
         self.session.trust_env = False  # else REQUESTS_CA_BUNDLE from the environment overrides verify
@@ -131,8 +148,9 @@ class Server:
 
     def post(self, endpoint: str, body: Any, **kwargs: Any) -> requests.Response:
         data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-        return self.session.post(self.url + endpoint, data=data, timeout=10,
-                                 headers={"Content-Type": "application/json"}, **kwargs)
+        return self.session.post(
+            self.url + endpoint, data=data, timeout=10, headers={"Content-Type": "application/json"}, **kwargs
+        )
 
     def decisions(self) -> list[dict[str, Any]]:
         records = []

@@ -18,19 +18,20 @@ import orjson
 import pytest
 import yaml
 
-from conftest import POLICIES, VGATE, corpus_file, pod
-from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from test_mutation import K8S_VERSION, crd_validator, is_strictly_valid
 from webhook.core.admission import decode_review
+from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
+from webhook.core.mutation import mutate
+from webhook.offline.admit import admit, review_for
 from webhook.offline.chain.core_defaults import default_pod, image_tag
 from webhook.offline.chain.crd_defaults import apply_defaults, read_crd_file, shipped_crds
 from webhook.offline.chain.model import Cluster, deliver
 from webhook.offline.chain.volcano import read_admission_config
-from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
-from webhook.core.mutation import mutate
-from webhook.offline.admit import admit, review_for
+
+from conftest import POLICIES, VGATE, corpus_file, pod
+from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
+from test_mutation import K8S_VERSION, crd_validator, is_strictly_valid
 
 RESOURCE_GROUPS = [{"resourceGroup": "cpu", "object": {"key": "namespace", "value": ["ml-training"]},
                     "schedulerName": "default-scheduler", "labels": {"vgate.io/node-pool": "cpu"}}]
@@ -77,7 +78,10 @@ def test_a_crd_defaulted_queue_gets_the_namespaces_queue_and_class(config, engin
     group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
              "metadata": {"name": "pg"}, "spec": {"minMember": 1}}
     result = through_chain(group, config, engine, namespace="ml-inference")
-    assert (result.mutated["spec"]["queue"], result.mutated["spec"]["priorityClassName"]) == ("inference", "vgate-critical")
+    assert (result.mutated["spec"]["queue"], result.mutated["spec"]["priorityClassName"]) == (
+        "inference",
+        "vgate-critical",
+    )
     assert result.validation.decision.allowed
 
 
@@ -86,9 +90,19 @@ def test_platform_pods_are_left_alone(config, engine):
     result = through_chain(scheduler, config, engine)
     assert result.validation.decision.allowed and result.validation.exempt
     assert result.mutated["spec"]["schedulerName"] == "default-scheduler" and result.mutation.patch == []
-    device_plugin = pod("nvidia-device-plugin-x", "gpu-operator", hostPID=True, priorityClassName="system-node-critical",
-                        containers=[{"name": "plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
-                                     "securityContext": {"privileged": True}}])
+    device_plugin = pod(
+        "nvidia-device-plugin-x",
+        "gpu-operator",
+        hostPID=True,
+        priorityClassName="system-node-critical",
+        containers=[
+            {
+                "name": "plugin",
+                "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+                "securityContext": {"privileged": True},
+            }
+        ],
+    )
     assert not through_chain(device_plugin, config, engine).validation.decision.allowed
     exempt = namespace_object("gpu-operator", labels={"vgate.io/exempt": "true"})
     result = through_chain(device_plugin, config, engine, namespaces=[exempt])
@@ -97,7 +111,9 @@ def test_platform_pods_are_left_alone(config, engine):
     result = through_chain(exporter, config, engine)
     assert "scheduling-priority-class-allowed" not in {o.rule for o in result.validation.outcomes}
     assert (result.mutated["spec"]["priorityClassName"], result.mutated["spec"]["priority"]) == (
-        "system-node-critical", 2000001000)
+        "system-node-critical",
+        2000001000,
+    )
 
 
 def test_reinvocation_keeps_the_scheduler_volcanos_resource_group_chose(config, engine):
@@ -116,25 +132,45 @@ def test_reinvocation_keeps_the_scheduler_volcanos_resource_group_chose(config, 
 
 def test_a_queue_volcano_took_from_the_namespace(config, engine):
     team = namespace_object("team-a", annotations={"scheduling.volcano.sh/queue-name": "team-q"})
-    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "pg"},
-             "spec": {"minMember": 1}}
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg"},
+        "spec": {"minMember": 1},
+    }
     unknown = through_chain(group, config, engine, namespaces=[team], with_volcano=True, namespace="team-a")
     assert unknown.mutated["spec"]["queue"] == "team-q"
     denial = unknown.validation.decision.message
     assert "scheduling-queue-allowed" in denial and "mapped in queues.byNamespace" in denial
-    mirrored, mirrored_engine = config_with(queues={"byNamespace": {"team-a": "team-q"}, "bySelector": [],
-                                                    "definitions": {"default": {}, "team-q": {"namespaces": ["team-a"]}}})
+    mirrored, mirrored_engine = config_with(
+        queues={
+            "byNamespace": {"team-a": "team-q"},
+            "bySelector": [],
+            "definitions": {"default": {}, "team-q": {"namespaces": ["team-a"]}},
+        }
+    )
     known = through_chain(group, mirrored, mirrored_engine, namespaces=[team], with_volcano=True, namespace="team-a")
     assert known.mutated["spec"]["queue"] == "team-q" and known.validation.decision.allowed
     assert [s.name for s in known.delivery.steps if "volcano" in s.name] == []  # Volcano found a queue chosen
 
 
 def test_eval_denies_a_deployment_whose_pods_would_be_denied(tmp_path):
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"},
-                  "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
-                      "metadata": {"labels": {"app": "web"}},
-                      "spec": {"containers": [{"name": "app", "image": "registry.example.com/app:1",
-                                               "securityContext": {"privileged": True}}]}}}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {"name": "app", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}
+                    ]
+                },
+            },
+        },
+    }
     manifest = tmp_path / "deployment.yaml"
     manifest.write_text(yaml.safe_dump(deployment))
     result = vgate_eval("-f", str(manifest))
@@ -146,17 +182,25 @@ def test_eval_denies_a_deployment_whose_pods_would_be_denied(tmp_path):
 
 # The corpus through the model.
 
+
 def corpus_pod_groups() -> list[tuple[str, dict[str, Any]]]:
     """The PodGroup Volcano's job controller creates for each corpus Job (the corpus's one PodGroup is
     of kube-batch's old scheduling.incubator.k8s.io API, which neither Volcano nor vgate serves)."""
     groups = []
     for where, job in corpus_volcano_jobs():
         spec = job.get("spec") or {}
-        groups.append((where + "/podgroup", {
-            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": f"{job['metadata']['name']}-0123"},
-            "spec": {key: spec[key] for key in ("queue", "priorityClassName") if key in spec}
-            | {"minMember": spec.get("minAvailable", 1)}}))
+        groups.append(
+            (
+                where + "/podgroup",
+                {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": f"{job['metadata']['name']}-0123"},
+                    "spec": {key: spec[key] for key in ("queue", "priorityClassName") if key in spec}
+                    | {"minMember": spec.get("minAvailable", 1)},
+                },
+            )
+        )
     assert len(groups) > 20
     return groups
 
@@ -177,29 +221,48 @@ def test_corpus_as_delivered_stays_valid_idempotent_and_reinvocation_stable(conf
         assert is_strictly_valid(final) or not is_strictly_valid(source), where
         kubernetes_validate.validate(final, K8S_VERSION, strict=False)
     else:
-        crd_validator({"Job": "batch.volcano.sh_jobs.yaml", "PodGroup": "scheduling.volcano.sh_podgroups.yaml"}[
-            final["kind"]]).validate(final)
+        crd_validator(
+            {"Job": "batch.volcano.sh_jobs.yaml", "PodGroup": "scheduling.volcano.sh_podgroups.yaml"}[final["kind"]]
+        ).validate(final)
         written = source["spec"].get("queue")
         assert final["spec"]["queue"] == (written if written not in (None, "", "default") else "training")
 
 
 # The model, against real sources.
 
+
 def test_shipped_crd_defaults_are_what_volcanos_crds_say():
-    from_corpus = [crd for path in sorted(corpus_file("volcano-crds", "batch.volcano.sh_jobs.yaml").parent.glob("*.yaml"))
-                   for crd in read_crd_file(path)]
+    from_corpus = [
+        crd
+        for path in sorted(corpus_file("volcano-crds", "batch.volcano.sh_jobs.yaml").parent.glob("*.yaml"))
+        for crd in read_crd_file(path)
+    ]
     assert [c.as_json() for c in shipped_crds()] == [c.as_json() for c in from_corpus]
 
 
 def test_structural_defaulting_follows_the_api_servers_algorithm():
-    schema = {"properties": {
-        "spec": {"properties": {"queue": {"default": "default"}, "mode": {"default": "hard", "nullable": True},
-                                "tasks": {"items": {"properties": {"ports": {"items": {"properties": {
-                                    "protocol": {"default": "TCP"}}}}}}}}}}}
+    schema = {
+        "properties": {
+            "spec": {
+                "properties": {
+                    "queue": {"default": "default"},
+                    "mode": {"default": "hard", "nullable": True},
+                    "tasks": {
+                        "items": {"properties": {"ports": {"items": {"properties": {"protocol": {"default": "TCP"}}}}}}
+                    },
+                }
+            }
+        }
+    }
     obj = {"spec": {"mode": None, "tasks": [{"ports": [{"containerPort": 80}, {"protocol": "UDP"}]}]}}
     apply_defaults(obj, schema)
-    assert obj == {"spec": {"queue": "default", "mode": None,
-                            "tasks": [{"ports": [{"containerPort": 80, "protocol": "TCP"}, {"protocol": "UDP"}]}]}}
+    assert obj == {
+        "spec": {
+            "queue": "default",
+            "mode": None,
+            "tasks": [{"ports": [{"containerPort": 80, "protocol": "TCP"}, {"protocol": "UDP"}]}],
+        }
+    }
     not_nullable = {"spec": {"queue": None}}
     apply_defaults(not_nullable, schema)
     assert not_nullable["spec"]["queue"] == "default"  # a null where null is not allowed is defaulted
@@ -222,23 +285,48 @@ def test_a_minimal_pod_is_delivered_as_a_real_api_server_serves_it(config):
     minimal = pod("nginx", "web", containers=[{"name": "nginx", "image": "nginx"}])
     spec = deliver(minimal, "web", "CREATE", cluster, lambda obj: []).delivered["spec"]
     assert {k: v for k, v in spec.items() if k not in ("containers", "volumes", "tolerations")} == {
-        "dnsPolicy": "ClusterFirst", "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
-        "priority": 0, "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
-        "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30}
+        "dnsPolicy": "ClusterFirst",
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "priority": 0,
+        "restartPolicy": "Always",
+        "schedulerName": "default-scheduler",
+        "securityContext": {},
+        "serviceAccount": "default",
+        "serviceAccountName": "default",
+        "terminationGracePeriodSeconds": 30,
+    }
     container = spec["containers"][0]
-    assert (container["imagePullPolicy"], container["terminationMessagePath"], container["terminationMessagePolicy"],
-            container["resources"]) == ("Always", "/dev/termination-log", "File", {})
+    assert (
+        container["imagePullPolicy"],
+        container["terminationMessagePath"],
+        container["terminationMessagePolicy"],
+        container["resources"],
+    ) == ("Always", "/dev/termination-log", "File", {})
     (mount,) = container["volumeMounts"]
-    assert mount == {"name": spec["volumes"][0]["name"], "readOnly": True,
-                     "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    assert mount == {
+        "name": spec["volumes"][0]["name"],
+        "readOnly": True,
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+    }
     assert spec["volumes"][0]["name"].startswith("kube-api-access-") and len(spec["volumes"][0]["name"]) == 21
     assert [(t["key"], t["effect"], t["tolerationSeconds"]) for t in spec["tolerations"]] == [
-        ("node.kubernetes.io/not-ready", "NoExecute", 300), ("node.kubernetes.io/unreachable", "NoExecute", 300)]
+        ("node.kubernetes.io/not-ready", "NoExecute", 300),
+        ("node.kubernetes.io/unreachable", "NoExecute", 300),
+    ]
 
 
-@pytest.mark.parametrize("image,tag", [("nginx", "latest"), ("nginx:1.27", "1.27"), ("reg:5000/app", "latest"),
-                                       ("reg:5000/app:2", "2"), ("app@sha256:" + "a" * 64, ""),
-                                       ("app:1@sha256:" + "a" * 64, "1")])
+@pytest.mark.parametrize(
+    "image,tag",
+    [
+        ("nginx", "latest"),
+        ("nginx:1.27", "1.27"),
+        ("reg:5000/app", "latest"),
+        ("reg:5000/app:2", "2"),
+        ("app@sha256:" + "a" * 64, ""),
+        ("app:1@sha256:" + "a" * 64, "1"),
+    ],
+)
 def test_image_pull_policy_reads_tags_as_kubernetes_does(image, tag):
     assert image_tag(image) == tag
 
@@ -253,10 +341,20 @@ def test_the_priority_plugin_refuses_what_the_api_server_refuses(config, engine)
 
 def test_priority_classes_in_the_manifests_are_cluster_state(tmp_path):
     manifest = tmp_path / "pods.yaml"
-    manifest.write_text(yaml.safe_dump_all([
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch-low"},
-         "value": 10, "globalDefault": True},
-        pod("p", "web")]))
+    manifest.write_text(
+        yaml.safe_dump_all(
+            [
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": "batch-low"},
+                    "value": 10,
+                    "globalDefault": True,
+                },
+                pod("p", "web"),
+            ]
+        )
+    )
     verdicts = json.loads(vgate_eval("-f", str(manifest), "-o", "json").stdout)
     assert [v["kind"] for v in verdicts] == ["Pod"]
     priority = next(s for s in verdicts[0]["chain"] if s["step"] == "Priority admission")
@@ -265,9 +363,11 @@ def test_priority_classes_in_the_manifests_are_cluster_state(tmp_path):
 
 # Bad input.
 
+
 def vgate_eval(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*VGATE, "eval", "--policies", str(POLICIES), *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [*VGATE, "eval", "--policies", str(POLICIES), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_kind_the_model_cannot_default_is_bad_input(tmp_path):
@@ -279,39 +379,69 @@ def test_a_kind_the_model_cannot_default_is_bad_input(tmp_path):
     assert vgate_eval("-f", str(manifest), "--as-submitted").returncode == 0
 
 
-@pytest.mark.parametrize("content,reason", [
-    ("kind: [", "invalid YAML"),
-    ("apiVersion: v1\nkind: ConfigMap\n", "not a CustomResourceDefinition"),
-    ("kind: CustomResourceDefinition\nspec: {group: g}\n", "needs spec.group, spec.names.kind and spec.versions"),
-    ("kind: CustomResourceDefinition\nspec: {group: g, names: {kind: K}, versions: [{name: v1}]}\n",
-     "needs a name and schema.openAPIV3Schema"),
-])
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        ("kind: [", "invalid YAML"),
+        ("apiVersion: v1\nkind: ConfigMap\n", "not a CustomResourceDefinition"),
+        ("kind: CustomResourceDefinition\nspec: {group: g}\n", "needs spec.group, spec.names.kind and spec.versions"),
+        (
+            "kind: CustomResourceDefinition\nspec: {group: g, names: {kind: K}, versions: [{name: v1}]}\n",
+            "needs a name and schema.openAPIV3Schema",
+        ),
+    ],
+)
 def test_an_invalid_crd_file_is_bad_input(tmp_path, content, reason):
     crd = tmp_path / "crd.yaml"
     crd.write_text(content)
-    result = vgate_eval("-f", str(POLICIES / "security-host-ports" / "samples" / "denied-host-port.yaml"),
-                        "--crd", str(crd))
+    result = vgate_eval(
+        "-f", str(POLICIES / "security-host-ports" / "samples" / "denied-host-port.yaml"), "--crd", str(crd)
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert str(crd) in result.stderr and reason in result.stderr
 
 
 def test_a_crd_given_with_crd_is_defaulted(tmp_path):
     crd = tmp_path / "crd.yaml"
-    crd.write_text(yaml.safe_dump({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                                   "spec": {"group": "example.com", "names": {"kind": "Widget"}, "versions": [
-                                       {"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"spec": {
-                                           "default": {}, "properties": {"size": {"default": 3}}}}}}}]}}))
+    crd.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "spec": {
+                    "group": "example.com",
+                    "names": {"kind": "Widget"},
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "schema": {
+                                "openAPIV3Schema": {
+                                    "properties": {"spec": {"default": {}, "properties": {"size": {"default": 3}}}}
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    )
     manifest = tmp_path / "widget.yaml"
     manifest.write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")
     result = json.loads(vgate_eval("-f", str(manifest), "--crd", str(crd), "-o", "json").stdout)
-    assert result[0]["allowed"] and {"op": "add", "path": "/spec", "value": {"size": 3}} in result[0]["chain"][0]["patch"]
+    assert (
+        result[0]["allowed"] and {"op": "add", "path": "/spec", "value": {"size": 3}} in result[0]["chain"][0]["patch"]
+    )
 
 
 def test_an_unreadable_volcano_admission_config_is_bad_input(tmp_path):
     broken = tmp_path / "volcano-admission.conf"
     broken.write_text("resourceGroups: {}\n")
-    result = vgate_eval("-f", str(POLICIES / "security-host-ports" / "samples" / "denied-host-port.yaml"),
-                        "--volcano-admission-config", str(broken))
+    result = vgate_eval(
+        "-f",
+        str(POLICIES / "security-host-ports" / "samples" / "denied-host-port.yaml"),
+        "--volcano-admission-config",
+        str(broken),
+    )
     assert result.returncode == 2 and "needs a resourceGroups list" in result.stderr
     good = tmp_path / "good.conf"
     good.write_text(yaml.safe_dump({"resourceGroups": RESOURCE_GROUPS}))
@@ -335,5 +465,7 @@ def test_https_server_mutates_delivered_objects_and_is_reinvocation_safe(server,
     delivery = deliver(pod("trainer", "ml-training"), "ml-training", "CREATE", cluster, https_mutator)
     assert delivery.final["spec"]["schedulerName"] == "default-scheduler"  # Volcano's resource group, kept
     assert https_mutator(delivery.final) == []
-    offline = deliver(pod("trainer", "ml-training"), "ml-training", "CREATE", cluster, vgate_mutator(config, "ml-training"))
+    offline = deliver(
+        pod("trainer", "ml-training"), "ml-training", "CREATE", cluster, vgate_mutator(config, "ml-training")
+    )
     assert offline.final == delivery.final

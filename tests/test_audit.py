@@ -8,9 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import VGATE, pod, review
 from webhook.audit.log import GENESIS, DecisionLog
 from webhook.audit.verify import verify_segments
+
+from conftest import VGATE, pod, review
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
@@ -30,7 +31,9 @@ def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
 
 
 def vgate_verify(directory: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*VGATE, "audit", "verify", "--dir", str(directory)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*VGATE, "audit", "verify", "--dir", str(directory)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_records_from_many_threads_form_one_intact_chain(tmp_path):
@@ -74,8 +77,12 @@ def test_a_truncated_segment_reports_the_torn_record(tmp_path):
 
 
 def test_bad_hours_are_a_usage_error(tmp_path):
-    result = subprocess.run([*VGATE, "audit", "verify", "--dir", str(tmp_path), "--from", "yesterday"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*VGATE, "audit", "verify", "--dir", str(tmp_path), "--from", "yesterday"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "is not an hour like 2026-12-02T10" in result.stderr
 
 
@@ -116,8 +123,9 @@ def test_kill_9_loses_no_answered_decision(tmp_path, start_server):
         while not stop.is_set():
             uid = f"kill-{n}"
             try:
-                response = server.session.post(server.url + "/validate", data=json.dumps(review(pod(), uid=uid)),
-                                               timeout=5)
+                response = server.session.post(
+                    server.url + "/validate", data=json.dumps(review(pod(), uid=uid)), timeout=5
+                )
             except requests.RequestException:
                 return
             if response.status_code == 200:
@@ -129,7 +137,9 @@ def test_kill_9_loses_no_answered_decision(tmp_path, start_server):
     deadline = time.monotonic() + 10
     while len(answered) < 50 and time.monotonic() < deadline:
         time.sleep(0.05)
-    worker_pids = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True).stdout.split()
+    worker_pids = subprocess.run(
+        ["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True
+    ).stdout.split()
     os.kill(server.process.pid, signal.SIGKILL)
     for pid in worker_pids:
         os.kill(int(pid), signal.SIGKILL)

@@ -9,8 +9,9 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT
 from webhook.core.config import load_config, parse_config
+
+from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +49,22 @@ def test_service_and_disruption_budget(rendered):
 ])
 def test_webhook_configurations(rendered, kind, path, failure_policy):
     webhook = rendered[f"{kind}/vgate"]["webhooks"][0]
-    assert webhook["clientConfig"]["service"] == {"name": "vgate", "namespace": "vgate-system", "path": path, "port": 443}
+    assert webhook["clientConfig"]["service"] == {
+        "name": "vgate",
+        "namespace": "vgate-system",
+        "path": path,
+        "port": 443,
+    }
     assert webhook["sideEffects"] == "None" and webhook["admissionReviewVersions"] == ["v1"]
     assert 1 <= webhook["timeoutSeconds"] <= 10
     assert webhook["failurePolicy"] == failure_policy
-    resources = {(group, resource, operation) for rule in webhook["rules"] for group in rule["apiGroups"]
-                 for resource in rule["resources"] for operation in rule["operations"]}
+    resources = {
+        (group, resource, operation)
+        for rule in webhook["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for operation in rule["operations"]
+    }
     vgate_kinds = {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
     if kind.startswith("Mutating"):
         assert resources == {(group, resource, "CREATE") for group, resource in vgate_kinds}
@@ -62,7 +73,8 @@ def test_webhook_configurations(rendered, kind, path, failure_policy):
         controllers = {("apps", r) for r in ("deployments", "statefulsets", "daemonsets", "replicasets")}
         controllers |= {("", "replicationcontrollers"), ("batch", "jobs"), ("batch", "cronjobs")}
         assert resources == {(g, r, op) for g, r in vgate_kinds | controllers for op in ("CREATE", "UPDATE")} | {
-            ("", "pods/ephemeralcontainers", "UPDATE")}
+            ("", "pods/ephemeralcontainers", "UPDATE")
+        }
 
 
 @pytest.mark.parametrize("kind", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"])
@@ -105,5 +117,7 @@ def test_replicas_share_the_audit_volume_and_read_the_report_key(rendered):
     assert rendered["PersistentVolumeClaim/vgate-audit"]["spec"]["accessModes"] == ["ReadWriteMany"]
     mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
     assert mounts["/app/audit"]["name"] == mounts["/app/reports"]["name"] == "audit"
-    assert mounts["/app/keys"]["readOnly"] is True and volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
+    assert (
+        mounts["/app/keys"]["readOnly"] is True and volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
+    )
     assert volumes["certs"]["secret"]["secretName"] == "vgate-tls", "the report key is kept apart from the TLS key"

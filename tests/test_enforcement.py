@@ -6,11 +6,12 @@ from datetime import datetime, timezone
 
 import yaml
 
-from conftest import POLICIES, pod, review
 from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
 from webhook.core.enforcement import action_for
 from webhook.core.policy_exceptions import load_exceptions
 from webhook.offline.admit import admit
+
+from conftest import POLICIES, pod, review
 
 OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
 
@@ -86,7 +87,9 @@ def test_expired_or_unmatched_exceptions_do_not_apply(tmp_path, config, engine):
     exceptions, _ = load_exceptions(tmp_path)
     assert admit(OPEN_EGRESS, config, engine, exceptions).validation.decision.allowed is True
     later = datetime(2100, 1, 1, tzinfo=timezone.utc)
-    assert not any(e.covers("network-no-external", "ml-training", "feature-store-hostnet", {}, later) for e in exceptions)
+    assert not any(
+        e.covers("network-no-external", "ml-training", "feature-store-hostnet", {}, later) for e in exceptions
+    )
 
 
 def test_malformed_exception_files_are_rejected_alone(tmp_path):
@@ -115,8 +118,14 @@ def test_exception_use_is_recorded_over_https(tmp_path, start_server):
     assert response["allowed"] is True and response["auditAnnotations"]["excepted-rules"] == "network-no-external"
     record = next(r for r in server.decisions() if r.get("uid") == "excepted-1")
     excepted = [r for r in record["rules"] if r["action"] == "excepted"]
-    assert excepted == [{"id": "network-no-external", "action": "excepted", "exception": "hostnet-debug",
-                         "message": excepted[0]["message"]}]
+    assert excepted == [
+        {
+            "id": "network-no-external",
+            "action": "excepted",
+            "exception": "hostnet-debug",
+            "message": excepted[0]["message"],
+        }
+    ]
     exempt = server.post("/validate", review(pod(namespace="kube-system", hostNetwork=True), uid="exempt-1")).json()
     assert exempt["response"]["allowed"] is True
     assert next(r for r in server.decisions() if r.get("uid") == "exempt-1")["exempt"] is True

@@ -33,15 +33,26 @@ def test_multi_document_jobs_are_judged_by_the_queues_the_config_defines(tmp_pat
                for verdict in unknown)
     queues = {d["spec"]["queue"] for d in yaml.safe_load_all(jobs.read_text()) if d}
     config = tmp_path / "vgate.yaml"
-    config.write_text(yaml.safe_dump({"queues": {"definitions": {"default": {}, **{q: {"namespaces": ["research-*"]} for q in queues}}}}))
+    config.write_text(
+        yaml.safe_dump(
+            {"queues": {"definitions": {"default": {}, **{q: {"namespaces": ["research-*"]} for q in queues}}}}
+        )
+    )
     result = vgate_eval("-f", str(jobs), "-o", "json", "--namespace", "research-nlp", "--config", str(config))
     assert result.returncode == 0, result.stdout
     assert all(v["allowed"] and v["namespace"] == "research-nlp" for v in json.loads(result.stdout))
 
 
 def test_list_objects_from_stdin_are_expanded():
-    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "web"},
-             "spec": {"containers": [{"name": "c", "image": "x"}]}} for i in range(3)]
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "web"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        for i in range(3)
+    ]
     pods[2]["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "training"}
     listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": pods})
     result = vgate_eval("-f", "-", "-o", "json", stdin=listing)
@@ -52,17 +63,26 @@ def test_list_objects_from_stdin_are_expanded():
 
 
 def test_update_operation_is_not_mutated():
-    result = vgate_eval("-f", str(POLICIES / "scheduling-queue-allowed" / "samples" / "allowed-injected-queue.yaml"),
-                        "--operation", "UPDATE", "-o", "json")
+    result = vgate_eval(
+        "-f",
+        str(POLICIES / "scheduling-queue-allowed" / "samples" / "allowed-injected-queue.yaml"),
+        "--operation",
+        "UPDATE",
+        "-o",
+        "json",
+    )
     assert result.returncode == 0 and json.loads(result.stdout)[0]["patch"] == []
 
 
-@pytest.mark.parametrize("content,message", [
-    ("kind: [", "invalid YAML"),
-    ("just a string\n", "not a Kubernetes object"),
-    ("apiVersion: v1\nmetadata: {name: x}\n", "not a Kubernetes object"),
-    ("", "no objects found"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("kind: [", "invalid YAML"),
+        ("just a string\n", "not a Kubernetes object"),
+        ("apiVersion: v1\nmetadata: {name: x}\n", "not a Kubernetes object"),
+        ("", "no objects found"),
+    ],
+)
 def test_bad_input_exits_2_with_the_file(tmp_path, content, message):
     manifest = tmp_path / "bad.yaml"
     manifest.write_text(content)

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from conftest import VGATE, copy_policies, pod, review
 from webhook.core.config import DEFAULT_CONFIG_PATH
+
+from conftest import VGATE, copy_policies, pod, review
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
 # number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on
@@ -102,10 +103,15 @@ def test_error_found_only_when_evaluated_exits_with_file_line_and_reason(tmp_pat
     policies = copy_policies(tmp_path / "policies")
     (policies / "unsafe").mkdir()
     rule = policies / "unsafe" / "policy.rego"
-    rule.write_text('package vgate.rules.unsafe\n\nimport rego.v1\n\n'
-                    'deny contains {"rule": "unsafe", "msg": "x"} if {\n\tsome a in [1]\n\tb := [a | some a in [2]]\n}\n')
-    result = serve_fails("--policies", str(policies)) if command == "serve" else subprocess.run(
-        [*VGATE, "test", str(policies)], capture_output=True, text=True, timeout=60)
+    rule.write_text(
+        "package vgate.rules.unsafe\n\nimport rego.v1\n\n"
+        'deny contains {"rule": "unsafe", "msg": "x"} if {\n\tsome a in [1]\n\tb := [a | some a in [2]]\n}\n'
+    )
+    result = (
+        serve_fails("--policies", str(policies))
+        if command == "serve"
+        else subprocess.run([*VGATE, "test", str(policies)], capture_output=True, text=True, timeout=60)
+    )
     assert result.returncode == 1
     assert f"{rule}:7:" in result.stderr and "used before definition" in result.stderr
     assert "Traceback" not in result.stderr and "Stack backtrace" not in result.stderr
@@ -117,7 +123,8 @@ def test_vgate_test_reports_a_sample_whose_evaluation_fails(tmp_path):
     (policies / "explodes" / "samples").mkdir()
     (policies / "explodes" / "samples" / "denied-boom.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: web, labels: {boom: bad}}\n"
-        "spec: {containers: [{name: m, image: registry.example.com/app:1}]}\n")
+        "spec: {containers: [{name: m, image: registry.example.com/app:1}]}\n"
+    )
     result = subprocess.run([*VGATE, "test", str(policies)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert f"FAIL sample {policies}/explodes/samples/denied-boom.yaml: expected explodes" in result.stdout

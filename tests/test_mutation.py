@@ -17,13 +17,14 @@ import orjson
 import pytest
 import yaml
 
-from conftest import corpus_file, pod, review
-from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from webhook.core.admission import decode_review
-from webhook.core.errors import RequestError
 from webhook.core.config import parse_config
+from webhook.core.errors import RequestError
 from webhook.core.mutation import diff_managed, mutate
 from webhook.core.quantity import parse_quantity
+
+from conftest import corpus_file, pod, review
+from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 
 K8S_VERSION = "1.35"
 
@@ -99,8 +100,10 @@ def test_queue_named_by_the_user_is_kept_even_if_not_allowed(config):
 
 
 def test_explicit_priority_class_is_kept_and_global_default_is_replaced():
-    config = parse_config("priorityClasses:\n  globalDefault: cluster-default\n  values: {vgate-normal: 7, cluster-default: 1}\n"
-                          "queues:\n  definitions:\n    default: {priorityClass: vgate-normal}\n")
+    config = parse_config(
+        "priorityClasses:\n  globalDefault: cluster-default\n  values: {vgate-normal: 7, cluster-default: 1}\n"
+        "queues:\n  definitions:\n    default: {priorityClass: vgate-normal}\n"
+    )
     explicit = mutated(pod(priorityClassName="system-node-critical", priority=2000001000), config)
     assert (explicit["spec"]["priorityClassName"], explicit["spec"]["priority"]) == ("system-node-critical", 2000001000)
     defaulted = mutated(pod(priorityClassName="cluster-default", priority=1), config)
@@ -109,7 +112,11 @@ def test_explicit_priority_class_is_kept_and_global_default_is_replaced():
 
 def test_guaranteed_uses_existing_limit_then_request_then_default(config):
     containers = [
-        {"name": "limit", "image": "x", "resources": {"limits": {"memory": "8Gi", "cpu": "2"}, "requests": {"memory": "1Gi"}}},
+        {
+            "name": "limit",
+            "image": "x",
+            "resources": {"limits": {"memory": "8Gi", "cpu": "2"}, "requests": {"memory": "1Gi"}},
+        },
         {"name": "request", "image": "x", "resources": {"requests": {"memory": "2Gi"}}},
         {"name": "none", "image": "x"},
     ]
@@ -162,7 +169,9 @@ def test_without_queue_class_the_kubernetes_class_is_kept(config):
 def test_scheduler_only_in_volcano_namespaces_and_custom_scheduler_kept():
     config = parse_config("volcano:\n  namespaces: ['ml-*']\n")
     assert "schedulerName" not in mutated(pod(namespace="web"), config)["spec"]
-    assert mutated(pod(namespace="ml-x", schedulerName="default-scheduler"), config)["spec"]["schedulerName"] == "volcano"
+    assert (
+        mutated(pod(namespace="ml-x", schedulerName="default-scheduler"), config)["spec"]["schedulerName"] == "volcano"
+    )
     assert mutated(pod(namespace="ml-x", schedulerName="kube-batch"), config)["spec"]["schedulerName"] == "kube-batch"
 
 
@@ -216,8 +225,12 @@ def test_volcano_default_queue_means_none_chosen(config):
     assert job["spec"]["queue"] == "default"  # as written in the corpus, and as the CRD default fills it
     result = mutated(job, config, namespace="ml-training")
     assert (result["spec"]["queue"], result["spec"]["priorityClassName"]) == ("training", "vgate-high")
-    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg", "namespace": "ml-inference"}, "spec": {"queue": "default", "minMember": 1}}
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ml-inference"},
+        "spec": {"queue": "default", "minMember": 1},
+    }
     assert mutated(group, config)["spec"]["queue"] == "inference"
     annotated = pod(namespace="ml-inference", annotations={"scheduling.volcano.sh/queue-name": "default"})
     assert mutated(annotated, config)["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "inference"
@@ -231,8 +244,12 @@ def test_volcano_job_keeps_a_queue_it_chose_and_gets_priority(config):
 
 
 def test_pod_group_gets_queue_and_priority(config):
-    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "pg", "namespace": "ml-inference"}, "spec": {"minMember": 2}}
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ml-inference"},
+        "spec": {"minMember": 2},
+    }
     result = mutated(group, config)
     assert result["spec"] == {"minMember": 2, "queue": "inference", "priorityClassName": "vgate-critical"}
     crd_validator("scheduling.volcano.sh_podgroups.yaml").validate(result)
@@ -241,10 +258,14 @@ def test_pod_group_gets_queue_and_priority(config):
 
 def test_managed_diff_escapes_removes_and_replaces_key_by_key():
     """The patch diff_managed builds is RFC 6902 as the jsonpatch library applies it."""
-    original = {"metadata": {"annotations": {"x~y/z": "1", "gone": "2", "same": "3"}},
-                "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "1Gi"}}}]}}
-    target = {"metadata": {"annotations": {"x~y/z": "changed", "same": "3", "new/key": "4"}},
-              "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1"}}}]}}
+    original = {
+        "metadata": {"annotations": {"x~y/z": "1", "gone": "2", "same": "3"}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "1Gi"}}}]},
+    }
+    target = {
+        "metadata": {"annotations": {"x~y/z": "changed", "same": "3", "new/key": "4"}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1"}}}]},
+    }
     fields = [("metadata", "annotations"), ("spec", "containers", 0, "resources"), ("spec", "schedulerName")]
     ops = diff_managed(original, target, fields)
     assert {"op": "replace", "path": "/metadata/annotations/x~0y~1z", "value": "changed"} in ops
@@ -259,6 +280,7 @@ def test_managed_diff_escapes_removes_and_replaces_key_by_key():
 @pytest.mark.parametrize("nesting", ["object", "array", "mixed"])
 def test_depth_limit_is_exact(nesting):
     """100 levels (the root object counts as one) pass the depth check; 101 do not."""
+
     def nested(levels: int) -> Any:  # levels - 1 nested containers around a number
         value: Any = 1
         for level in range(levels - 1):
@@ -287,8 +309,10 @@ def test_reinvocation_never_undoes_a_later_webhook_but_fills_what_it_added(confi
     result = jsonpatch.apply_patch(later, again.patch)
     assert result["spec"]["schedulerName"] == "default-scheduler"
     assert result["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "batch"
-    assert result["spec"]["containers"][1]["resources"] == {"requests": {"cpu": "1", "memory": "4Gi"},
-                                                           "limits": {"cpu": "1", "memory": "4Gi"}}
+    assert result["spec"]["containers"][1]["resources"] == {
+        "requests": {"cpu": "1", "memory": "4Gi"},
+        "limits": {"cpu": "1", "memory": "4Gi"},
+    }
     assert run(result, config).patch == []
 
 

@@ -11,9 +11,10 @@ import time
 import pytest
 import yaml
 
+from webhook.offline.admit import admit
+
 from conftest import POLICIES, pod, review
 from fake_opa import FakeOpa
-from webhook.offline.admit import admit
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
-import re
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,10 +12,11 @@ import jsonpatch
 import pytest
 import yaml
 
-from conftest import POLICIES, VGATE, copy_policies, review
-from webhook.offline.chain.model import Cluster
 from webhook.offline.admit import admit
+from webhook.offline.chain.model import Cluster
 from webhook.policy.sources import policy_metadata
+
+from conftest import POLICIES, VGATE, copy_policies, review
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 
@@ -101,9 +102,10 @@ def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config,
 
 def test_generated_entry_agrees_with_main_rego_that_opa_serves(config):
     """The in-process engine evaluates a generated union; OPA evaluates policies/lib/main.rego."""
-    from corpus import corpus_pods
     from webhook.policy.regorus_engine import compile_engine
     from webhook.policy.sources import load_policy_set
+
+    from corpus import corpus_pods
 
     engine = compile_engine(load_policy_set(POLICIES), {"vgate": {"config": config.document}})
     manifests = [m for s in SAMPLES for m in yaml.safe_load_all(s.read_text()) if m]

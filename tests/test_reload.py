@@ -51,7 +51,9 @@ def test_policy_changes_are_picked_up_and_broken_ones_refused(tmp_path, start_se
     assert second["policyRevision"] != first and second["lastReload"]["ok"] is True
 
     (policies / "no-red" / "policy.rego").write_text(BLOCK_RED.replace('== "red"', '== = "red"'))
-    ready = eventually(lambda: (r := server.session.get(server.url + "/readyz").json())["lastReload"]["ok"] is False and r)
+    ready = eventually(
+        lambda: (r := server.session.get(server.url + "/readyz").json())["lastReload"]["ok"] is False and r
+    )
     assert ready, server.output()
     assert ready["policyRevision"] == second["policyRevision"], "the old set keeps serving"
     assert f"{policies}/no-red/policy.rego:6: expecting expression" in ready["lastReload"]["error"]
@@ -63,7 +65,9 @@ def test_policy_changes_are_picked_up_and_broken_ones_refused(tmp_path, start_se
 
 def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
     server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
-    assert eventually(lambda: server.output().count(" ready: policy revision ") == 2)  # a booting worker reads files anew
+    assert eventually(
+        lambda: server.output().count(" ready: policy revision ") == 2
+    )  # a booting worker reads files anew
     before = reloads(server, "success")
     server.process.send_signal(signal.SIGHUP)
     assert eventually(lambda: reloads(server, "success") >= before + 2), server.output()  # both workers
@@ -77,7 +81,10 @@ def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
 
     def queue_is_batch() -> bool:
         patch = json.loads(base64.b64decode(queue()["patch"]))
-        return all(op["value"].get("scheduling.volcano.sh/queue-name") == "batch"
-                   for op in patch if op["path"] == "/metadata/annotations")
+        return all(
+            op["value"].get("scheduling.volcano.sh/queue-name") == "batch"
+            for op in patch
+            if op["path"] == "/metadata/annotations"
+        )
 
     assert eventually(lambda: all(queue_is_batch() for _ in range(6))), server.output()

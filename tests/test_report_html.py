@@ -8,10 +8,11 @@ import subprocess
 import tempfile
 from datetime import datetime, timezone
 
-from conftest import POLICIES, ROOT
 from webhook.audit.log import DecisionLog
-from webhook.reports.keys import ensure_key
 from webhook.reports.build import build_report
+from webhook.reports.keys import ensure_key
+
+from conftest import POLICIES, ROOT
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

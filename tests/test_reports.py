@@ -13,10 +13,11 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import CORPUS, POLICIES, VGATE, pod, review
-from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.build import build_report, hour_directory
+from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.verify import verify_reports
+
+from conftest import CORPUS, POLICIES, VGATE, pod, review
 
 
 def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:
@@ -52,7 +53,9 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     document = yaml.safe_load(server.config_path.read_text())
     document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")}
     config.write_text(yaml.safe_dump(document))
-    result = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--policies", str(POLICIES))
+    result = vgate(
+        "report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--policies", str(POLICIES)
+    )
     assert result.returncode == 0, result.stderr
     assert "created report key" in result.stderr
     out = Path(result.stdout.strip())
@@ -69,9 +72,12 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     assert all(segment.endswith(f"{tag}.jsonl") for segment in report["segments"])
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert len(rows) == len(in_hour) and {r["uid"] for r in rows} >= {"report-denied", "report-mutated"}
-    crd_validator("openreports.io_clusterreports.yaml", "v1alpha1").validate(yaml.safe_load((out / "clusterreport.yaml").read_text()))
+    crd_validator("openreports.io_clusterreports.yaml", "v1alpha1").validate(
+        yaml.safe_load((out / "clusterreport.yaml").read_text())
+    )
     crd_validator("wgpolicyk8s.io_clusterpolicyreports.yaml", "v1alpha2").validate(
-        yaml.safe_load((out / "clusterpolicyreport.yaml").read_text()))
+        yaml.safe_load((out / "clusterpolicyreport.yaml").read_text())
+    )
     html = (out / "report.html").read_text()
     assert "<svg" in html and "8.1.4.3 security audit" in html and "<code>scheduling-node-name-bypass</code> " in html
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
@@ -133,8 +139,15 @@ def test_a_forged_signature_is_found(tmp_path, setup):
 def test_a_replaced_predecessor_and_a_missing_hour_are_found(tmp_path, setup):
     reports, key, hours = chain(tmp_path, setup, hours=4)
     build_report(hours[0], tmp_path / "no-audit", reports, POLICIES, key)  # rebuilt: hours[1] links the old one
-    for name in ("SHA256SUMS", "SHA256SUMS.sig", "report.json", "report.csv", "report.html", "clusterreport.yaml",
-                 "clusterpolicyreport.yaml"):
+    for name in (
+        "SHA256SUMS",
+        "SHA256SUMS.sig",
+        "report.json",
+        "report.csv",
+        "report.html",
+        "clusterreport.yaml",
+        "clusterpolicyreport.yaml",
+    ):
         (hour_directory(reports, hours[2]) / name).unlink()
     problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
     assert any("previousReport digest does not match the report of" in p for p in problems)

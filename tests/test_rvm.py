@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 import regorus
 
+from webhook.core.contract import EngineInput
+from webhook.offline.admit import admit
+from webhook.policy.regorus_engine import RegorusEngine
+from webhook.policy.rvm_guard import guard_assignments
+from webhook.policy.sources import load_policy_set
+
 from conftest import POLICIES, copy_policies, pod, review, yaml_documents
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from webhook.core.contract import EngineInput
-from webhook.policy.regorus_engine import RegorusEngine
-from webhook.policy.sources import load_policy_set
-from webhook.offline.admit import admit
-from webhook.policy.rvm_guard import guard_assignments
 
 # Each rule is a case of `x := ...` where the right side may be undefined, in every kind of query.
 GAP_CASES = """package gap
@@ -65,7 +66,7 @@ def rvm_answers(modules: list[tuple[str, str]], rules: list[str]) -> dict[str, A
     vm = regorus.Rvm()
     vm.load_program(regorus.Program.compile_from_modules("{}", modules, entry_points))
     vm.set_input_json(GAP_INPUT)
-    return {rule: json.loads(vm.execute_entry_point(point)) for rule, point in zip(rules, entry_points)}
+    return {rule: json.loads(vm.execute_entry_point(point)) for rule, point in zip(rules, entry_points, strict=True)}
 
 
 def interpreter_answers(rules: list[str]) -> dict[str, Any]:
@@ -131,15 +132,26 @@ def test_rvm_and_interpreter_decide_every_workload_alike(engine, config):
 
 def big_volcano_job(tasks: int, containers: int) -> dict[str, Any]:
     """A sensitive Job beyond the RVM's 25,000-instruction budget with the full catalogue."""
-    spec = {"containers": [{"name": f"c{i}", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}
-                           for i in range(containers)]}
-    return sensitive({
-        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-        "metadata": {"name": "big", "namespace": "ml-training"},
-        "spec": {"minAvailable": 1, "queue": "training",
-                 "tasks": [{"name": f"t{i}", "replicas": 1, "template": {"spec": copy.deepcopy(spec)}}
-                           for i in range(tasks)]},
-    })
+    spec = {
+        "containers": [
+            {"name": f"c{i}", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}
+            for i in range(containers)
+        ]
+    }
+    return sensitive(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "big", "namespace": "ml-training"},
+            "spec": {
+                "minAvailable": 1,
+                "queue": "training",
+                "tasks": [
+                    {"name": f"t{i}", "replicas": 1, "template": {"spec": copy.deepcopy(spec)}} for i in range(tasks)
+                ],
+            },
+        }
+    )
 
 
 def test_requests_beyond_the_rvm_budget_are_answered_by_the_interpreter(engine):
@@ -154,9 +166,10 @@ def test_a_set_the_rvm_cannot_compile_is_served_by_the_interpreter(tmp_path, con
     policies = copy_policies(tmp_path / "policies")
     (policies / "walker").mkdir()
     (policies / "walker" / "policy.rego").write_text(
-        'package vgate.rules.walker\n\nimport rego.v1\n\n'
+        "package vgate.rules.walker\n\nimport rego.v1\n\n"
         'deny contains {"rule": "walker", "msg": "a value is forbidden"} if {\n'
-        '\twalk(input.request.object, [_, value])\n\tvalue == "forbidden"\n}\n')
+        '\twalk(input.request.object, [_, value])\n\tvalue == "forbidden"\n}\n'
+    )
     engine = RegorusEngine(load_policy_set(policies), config.document)
     assert engine.name == "interpreter"
     assert engine.rvm_refusal and "walk" in engine.rvm_refusal
@@ -197,11 +210,23 @@ def test_rvm_and_interpreter_agree_on_mixtures_of_the_samples(engine):
                 metadata["annotations"] = {"scheduling.volcano.sh/queue-name": queue}
             workload = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
         else:
-            tasks = [{"name": f"t{i}", "replicas": rng.randint(0, 3),
-                      "template": {"metadata": {"labels": labels}, "spec": copy.deepcopy(rng.choice(specs) if i else spec)}}
-                     for i in range(rng.randint(1, 3))]
-            workload = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": metadata,
-                        "spec": {"minAvailable": rng.randint(1, 4), "tasks": tasks} | ({"queue": queue} if queue else {})}
+            tasks = [
+                {
+                    "name": f"t{i}",
+                    "replicas": rng.randint(0, 3),
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": copy.deepcopy(rng.choice(specs) if i else spec),
+                    },
+                }
+                for i in range(rng.randint(1, 3))
+            ]
+            workload = {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "metadata": metadata,
+                "spec": {"minAvailable": rng.randint(1, 4), "tasks": tasks} | ({"queue": queue} if queue else {}),
+            }
         request = EngineInput.of(review(workload, operation=rng.choice(["CREATE", "CREATE", "UPDATE"])))
         answer = engine.evaluate(request)
         assert answer.engine == "rvm" and answer.result == engine.evaluate_interpreted(request), f"case {case}"
@@ -213,4 +238,6 @@ def _pod_specs(workload: dict[str, Any]) -> list[dict[str, Any]]:
     spec = workload.get("spec") or {}
     if workload.get("kind") == "Pod":
         return [spec]
-    return [t["template"]["spec"] for t in spec.get("tasks") or [] if isinstance(t.get("template", {}).get("spec"), dict)]
+    return [
+        t["template"]["spec"] for t in spec.get("tasks") or [] if isinstance(t.get("template", {}).get("spec"), dict)
+    ]

@@ -8,17 +8,21 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from conftest import POLICIES
 from webhook.core.config import load_config
-from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.build import hour_directory
+from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, prune
+
+from conftest import POLICIES
 
 
 def settings(tmp_path: Path) -> dict:
     document = load_config().document
-    return {**document, "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
-            "reports": {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"), "retentionDays": 180}}
+    return {
+        **document,
+        "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
+        "reports": {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"), "retentionDays": 180},
+    }
 
 
 def test_racing_replicas_write_each_hour_once(tmp_path):
@@ -50,8 +54,13 @@ def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_
     def other_replica_first(directory: Path) -> bool:
         if directory == raced:
             ensure_key(Path(document["reports"]["key"]))
-            build_report(datetime(2026, 12, 2, 11, tzinfo=timezone.utc), Path(document["audit"]["dir"]),
-                         tmp_path / "reports", POLICIES, Path(document["reports"]["key"]))
+            build_report(
+                datetime(2026, 12, 2, 11, tzinfo=timezone.utc),
+                Path(document["audit"]["dir"]),
+                tmp_path / "reports",
+                POLICIES,
+                Path(document["reports"]["key"]),
+            )
         return take_lock(directory)
 
     monkeypatch.setattr(ReportScheduler, "_lock", staticmethod(other_replica_first))

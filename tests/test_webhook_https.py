@@ -8,8 +8,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-import ssl
 import socket
+import ssl
 
 import jsonpatch
 import pytest
@@ -54,7 +54,10 @@ def test_health_ready_and_metrics(server):
         assert answer.json()["response"]["allowed"] is True and "warnings" not in answer.json()["response"]
     metrics = server.session.get(server.url + "/metrics")
     assert metrics.headers["Content-Type"].startswith("text/plain")
-    assert 'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate",kind="Pod",operation="CREATE"}' in metrics.text
+    assert (
+        'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate",kind="Pod",operation="CREATE"}'
+        in metrics.text
+    )
     assert "vgate_admission_duration_seconds_bucket" in metrics.text
     assert rvm_evaluations(server) == before + 3  # one per request: loading an engine counts none
 
@@ -72,7 +75,11 @@ def test_mutate_returns_base64_json_patch_for_a_pod(server):
     assert response["uid"] == sent["request"]["uid"] and response["allowed"] is True
     assert response["patchType"] == "JSONPatch"
     patch = json.loads(base64.b64decode(response["patch"]))
-    assert {"op": "add", "path": "/metadata/annotations/scheduling.volcano.sh~1queue-name", "value": "training"} in patch
+    assert {
+        "op": "add",
+        "path": "/metadata/annotations/scheduling.volcano.sh~1queue-name",
+        "value": "training",
+    } in patch
     result = jsonpatch.apply_patch(source, patch)
     second = answer(server.post("/mutate", review(result)))
     assert "patch" not in second, "mutation must be idempotent"
@@ -88,12 +95,18 @@ def test_validate_denies_with_every_rule_and_how_to_fix(server):
         assert f"[{rule}]" in message
     assert "remove hostNetwork" in message and "nodeSelector" in message
     denied = set(response["auditAnnotations"]["denied-rules"].split(","))
-    assert {"network-no-external", "placement-encrypted-memory", "placement-single-zone",
-            "security-host-namespaces"} <= denied
+    assert {
+        "network-no-external",
+        "placement-encrypted-memory",
+        "placement-single-zone",
+        "security-host-namespaces",
+    } <= denied
 
 
 def test_validate_allows_a_compliant_sensitive_pod(server):
-    good = pod(namespace="ml-training", labels=SENSITIVE, nodeSelector=PINNED, containers=[{"name": "main", "image": DIGEST}])
+    good = pod(
+        namespace="ml-training", labels=SENSITIVE, nodeSelector=PINNED, containers=[{"name": "main", "image": DIGEST}]
+    )
     response = answer(server.post("/validate", review(good)))
     assert response["allowed"] is True and "status" not in response
     assert len(response["auditAnnotations"]["policy-revision"]) == 64
@@ -139,13 +152,16 @@ def test_bad_bodies_get_400_with_a_one_line_message(server, case, endpoint):
     assert "\n" not in response.text.strip() and "Traceback" not in response.text
 
 
-@pytest.mark.parametrize("breakage,expected", [
-    (lambda r: r["request"].pop("uid"), "request.uid is missing"),
-    (lambda r: r["request"].update(object="a pod"), "request.object must be a JSON object"),
-    (lambda r: r["request"].update(object=None), "request.object is required for CREATE"),
-    (lambda r: r["request"].pop("kind"), "request.kind must be an object"),
-    (lambda r: r["request"].update(operation="PATCH"), "request.operation 'PATCH'"),
-])
+@pytest.mark.parametrize(
+    "breakage,expected",
+    [
+        (lambda r: r["request"].pop("uid"), "request.uid is missing"),
+        (lambda r: r["request"].update(object="a pod"), "request.object must be a JSON object"),
+        (lambda r: r["request"].update(object=None), "request.object is required for CREATE"),
+        (lambda r: r["request"].pop("kind"), "request.kind must be an object"),
+        (lambda r: r["request"].update(operation="PATCH"), "request.operation 'PATCH'"),
+    ],
+)
 def test_incomplete_admission_requests_get_400(server, breakage, expected):
     sent = review(pod())
     breakage(sent)
@@ -187,9 +203,10 @@ WARNING_RULE = """package vgate.rules.latest_tag
 
 import rego.v1
 
-warn contains {"rule": "image-latest-tag", "msg": sprintf("container %s uses a :latest image: pin a version", [c.name])} if {
+warn contains {"rule": "image-latest-tag", "msg": msg} if {
 \tsome c in input.request.object.spec.containers
 \tendswith(c.image, ":latest")
+\tmsg := sprintf("container %s uses a :latest image: pin a version", [c.name])
 }
 """
 
@@ -208,5 +225,8 @@ def test_warn_results_become_admission_warnings(tmp_path, start_server):
     assert "image-latest-tag" in response["auditAnnotations"]["warned-rules"].split(",")
     record = [r for r in server.decisions() if r["endpoint"] == "validate"][-1]
     assert record["decision"] == "warned"
-    assert {"id": "image-latest-tag", "action": "warn",
-            "message": "container web uses a :latest image: pin a version"} in record["rules"]
+    assert {
+        "id": "image-latest-tag",
+        "action": "warn",
+        "message": "container web uses a :latest image: pin a version",
+    } in record["rules"]

@@ -10,13 +10,13 @@ import logging
 import os
 import sys
 import tempfile
-from .core import hours
 from pathlib import Path
 
 import click
 
-from .server.certs import CertPaths, ca_bundle, write_certs
+from .core import hours
 from .core.errors import SourceError
+from .server.certs import CertPaths, ca_bundle, write_certs
 
 log = logging.getLogger("vgate")
 
@@ -159,14 +159,14 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     """
     import json as jsonlib
 
+    from .core.config import load_config
     from .offline.chain.crd_defaults import read_crd_file
     from .offline.chain.errors import ModelError
     from .offline.chain.model import Cluster
     from .offline.chain.volcano import read_admission_config
-    from .core.config import load_config
+    from .offline.eval_manifests import ManifestError, evaluate, load_manifests
     from .policy.regorus_engine import RegorusEngine
     from .policy.sources import load_policy_set
-    from .offline.eval_manifests import ManifestError, evaluate, load_manifests
 
     try:
         config = load_config(config_path)
@@ -195,9 +195,9 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
 def report(hour_text: str, config_path: str | None, policy_dir: str) -> None:
     """Write (or rebuild) the signed compliance report of one hour under reports/YYYY/MM/DD/HH/."""
     from .core.config import load_config
-    from .reports.keys import ensure_key, public_key_path
     from .core.hours import from_label as parse_hour
     from .reports.build import build_report
+    from .reports.keys import ensure_key, public_key_path
 
     try:
         hour = parse_hour(hour_text)
@@ -235,7 +235,8 @@ def _hour(value: str | None) -> str | None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--from", "first", help="First hour to check, e.g. 2026-12-02T10 (UTC).")
 @click.option("--to", "last", help="Last hour to check, inclusive.")
-@click.option("--reports", type=click.Path(file_okay=False), help="Reports directory. Default: reports.dir of the config.")
+@click.option("--reports", type=click.Path(file_okay=False),
+              help="Reports directory. Default: reports.dir of the config.")
 def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
                  reports: str | None) -> None:
     """Check the decision log's hash chains and every report's checksums, signature and chain link.
@@ -244,8 +245,8 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     """
     from .audit.verify import verify_segments
     from .core.config import load_config
-    from .reports.keys import public_key_path
     from .core.hours import from_label as parse_hour
+    from .reports.keys import public_key_path
     from .reports.verify import verify_reports
 
     try:
@@ -260,7 +261,8 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     if reports_dir.is_dir() and any(reports_dir.glob("*/*/*/*/SHA256SUMS")):
         if not public_key.is_file():
             raise click.ClickException(f"{public_key}: the report public key is needed to check signatures")
-        findings += verify_reports(reports_dir, public_key, first and parse_hour(first), last and parse_hour(last))
+        findings += verify_reports(reports_dir, public_key, parse_hour(first) if first else None,
+                                   parse_hour(last) if last else None)
     for finding in findings:
         click.echo(str(finding))
     click.echo(f"{good} records verified, {len(findings)} problems")

@@ -92,17 +92,20 @@ def decode_review(body: bytes, max_depth: int) -> AdmissionRequest:
         raise RequestError(400, "request.oldObject must be a JSON object")
     if obj is None and operation in ("CREATE", "UPDATE"):
         raise RequestError(400, f"request.object is required for {operation}")
-    user_info = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
-    groups = user_info.get("groups") if isinstance(user_info.get("groups"), list) else []
+    user_info: dict[str, Any] = request["userInfo"] if isinstance(request.get("userInfo"), dict) else {}
+    groups: list[Any] = user_info["groups"] if isinstance(user_info.get("groups"), list) else []
+    resource: dict[str, Any] = request["resource"] if isinstance(request.get("resource"), dict) else {}
+    metadata = (obj or old or {}).get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     return AdmissionRequest(
         api_version=api_version,
         uid=uid,
         group=str(kind.get("group") or ""),
         version=kind["version"],
         kind=kind["kind"],
-        resource=str((request.get("resource") or {}).get("resource") or "") if isinstance(request.get("resource"), dict) else "",
-        namespace=_text(request.get("namespace")) or _text((obj or old or {}).get("metadata", {}).get("namespace")),
-        name=_text(request.get("name")) or _text((obj or old or {}).get("metadata", {}).get("name")),
+        resource=str(resource.get("resource") or ""),
+        namespace=_text(request.get("namespace")) or _text(metadata.get("namespace")),
+        name=_text(request.get("name")) or _text(metadata.get("name")),
         operation=operation,
         sub_resource=_text(request.get("subResource")),
         user=_text(user_info.get("username")),

@@ -35,7 +35,7 @@ def _validator() -> Any:
     return _with_defaults(jsonschema.Draft202012Validator)(schema)
 
 
-def _with_defaults(validator_class: type) -> type:
+def _with_defaults(validator_class: Any) -> Any:
     """A validator that also writes each property's ``default`` into the instance (jsonschema FAQ)."""
     check_properties = validator_class.VALIDATORS["properties"]
 
@@ -139,12 +139,13 @@ def _check_cross_references(document: dict[str, Any], text: str, source: str) ->
     queues = document["queues"]
     definitions = queues["definitions"]
     priorities = document["priorityClasses"]["values"]
-    references = [(["queues", "default"], queues["default"])]
+    references: list[tuple[list[Any], str]] = [(["queues", "default"], queues["default"])]
     references += [(["queues", "byNamespace", ns], q) for ns, q in queues["byNamespace"].items()]
     references += [(["queues", "bySelector", i, "queue"], rule["queue"]) for i, rule in enumerate(queues["bySelector"])]
     for path, queue in references:
         if queue not in definitions:
-            raise ConfigError(source, _line_of(text, path), f"{'/'.join(map(str, path))}: queue {queue!r} is not in queues/definitions")
+            raise ConfigError(source, _line_of(text, path),
+                              f"{'/'.join(map(str, path))}: queue {queue!r} is not in queues/definitions")
     for namespace, queue in queues["byNamespace"].items():
         if not any(fnmatch.fnmatchcase(namespace, glob) for glob in definitions[queue].get("namespaces", ["*"])):
             path = ["queues", "byNamespace", namespace]
@@ -155,11 +156,13 @@ def _check_cross_references(document: dict[str, Any], text: str, source: str) ->
         klass = spec.get("priorityClass")
         if klass is not None and klass not in priorities:
             path = ["queues", "definitions", name, "priorityClass"]
-            raise ConfigError(source, _line_of(text, path), f"{'/'.join(path)}: priority class {klass!r} has no value in priorityClasses/values")
+            raise ConfigError(source, _line_of(text, path),
+                              f"{'/'.join(path)}: priority class {klass!r} has no value in priorityClasses/values")
     burstable = document["qos"]["memory"]["burstable"]
     if parse_quantity(burstable["limit"]) < parse_quantity(burstable["request"]):
         path = ["qos", "memory", "burstable", "limit"]
-        raise ConfigError(source, _line_of(text, path), f"{'/'.join(path)}: limit {burstable['limit']} is below request {burstable['request']}")
+        raise ConfigError(source, _line_of(text, path),
+                          f"{'/'.join(path)}: limit {burstable['limit']} is below request {burstable['request']}")
 
 
 def _line_of(text: str, path: list[Any]) -> int | None:

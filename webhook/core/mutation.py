@@ -30,8 +30,17 @@ from .admission import AdmissionRequest
 from .config import Config
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, resolve_queue
-from .workloads import (MUTATED, Workload, annotations_of, classify, is_exempt, labels_of, matches_globs,
-                        set_annotation, task_templates)
+from .workloads import (
+    MUTATED,
+    Workload,
+    annotations_of,
+    classify,
+    is_exempt,
+    labels_of,
+    matches_globs,
+    set_annotation,
+    task_templates,
+)
 
 FieldPath = tuple[str | int, ...]  # a JSON path from the object's root, before RFC 6901 escaping
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")

@@ -21,6 +21,7 @@ import yaml
 from .errors import SourceError
 from .workloads import matches_globs
 
+
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
     """Built on first use, not at import."""

@@ -28,7 +28,7 @@ class Validation:
 
     decision: Decision
     outcomes: list[Outcome] = field(default_factory=list)
-    result: PolicyResult = field(default_factory=lambda: PolicyResult((), ()))  # what the rules said, before enforcement
+    result: PolicyResult = field(default_factory=lambda: PolicyResult((), ()))  # the rules' say, before enforcement
     error: str | None = None
     exempt: bool = False
     engine: str | None = None  # which engine answered, when one was asked

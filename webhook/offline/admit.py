@@ -8,21 +8,21 @@ offline exactly as the API server would have it judged.
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import jsonpatch
 import orjson
 
 from ..core.admission import Decision, decode_review
-from .chain.model import Cluster, Delivery, deliver
 from ..core.config import Config
 from ..core.contract import PolicyEngine
-from ..core.policy_exceptions import PolicyException
 from ..core.mutation import Mutation, mutate
+from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate
+from .chain.model import Cluster, Delivery, deliver
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
     passes: list[Mutation] = []
 
     def vgate(obj: dict[str, Any]) -> list[dict[str, Any]]:
-        passes.append(mutate(decode_review(orjson.dumps(review_for(obj, namespace=namespace, **options)), depth), config))
+        review = orjson.dumps(review_for(obj, namespace=namespace, **options))
+        passes.append(mutate(decode_review(review, depth), config))
         return passes[-1].patch
 
     delivery = deliver(manifest, namespace, operation, cluster, vgate)

@@ -22,12 +22,12 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from .chain.errors import ModelError
-from .chain.model import Cluster, Delivery
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import RequestError
 from .admit import OfflineResult, admit
+from .chain.errors import ModelError
+from .chain.model import Cluster, Delivery
 
 
 class ManifestError(Exception):
@@ -90,7 +90,8 @@ class Verdict:
         for step in delivery.steps:
             lines.append(f"  {step.name}  [{step.source}]")
             if step.name.startswith("webhook mutate.vgate.io"):
-                lines += [f"    {line}" for line in patch_diff(step.before, jsonpatch.apply_patch(step.before, step.patch))]
+                after = jsonpatch.apply_patch(step.before, step.patch)
+                lines += [f"    {line}" for line in patch_diff(step.before, after)]
             else:
                 lines += [f"    {op['op']} {op['path']}" + (f": {_short(op['value'])}" if "value" in op else "")
                           for op in step.patch]
@@ -114,7 +115,8 @@ def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
         for index, document in enumerate(documents):
             if document is None:
                 continue
-            items = document.get("items") if isinstance(document, dict) and document.get("kind") == "List" else [document]
+            is_list = isinstance(document, dict) and document.get("kind") == "List"
+            items = document.get("items") if is_list else [document]
             for item in items or []:
                 if not isinstance(item, dict) or not item.get("kind") or not item.get("apiVersion"):
                     raise ManifestError(f"{path}#{index}: not a Kubernetes object (needs apiVersion and kind)")

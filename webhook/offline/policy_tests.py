@@ -19,11 +19,11 @@ import yaml
 
 from ..core.config import Config
 from ..core.contract import EngineInput
+from ..core.errors import EvaluationError
 from ..policy.regorus_engine import RegorusEngine, compile_engine, policy_error
 from ..policy.sources import load_policy_set, package_of
-from ..core.errors import EvaluationError
-from .chain.model import Cluster
 from .admit import admit, review_for
+from .chain.model import Cluster
 
 _TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 

@@ -63,7 +63,7 @@ def compile_program(policy_set: PolicySet, data: dict[str, Any]) -> bytes:
         raise policy_error(exc, ENTRY_FILE) from None
 
 
-def policy_error(exc: Exception, default_file: str) -> PolicyError:
+def policy_error(exc: BaseException, default_file: str) -> PolicyError:
     """Turn a regorus error (with its Rust backtrace) into file, line and a one-line reason."""
     text = str(exc).split("Stack backtrace:")[0].strip()
     location = _LOCATION.search(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
         document = _document(hour, totals, catalogue, integrity, previous)
         write_json(out / "report.json", document, denials)
         denials.seek(0)
-        first_denials = [orjson.loads(line) for _, line in zip(range(200), denials)]
+        first_denials = [orjson.loads(line) for line in itertools.islice(denials, 200)]
     (out / "report.html").write_text(render_html(document, first_denials), encoding="utf-8")
     (out / "clusterreport.yaml").write_text(yaml.safe_dump(policy_report(document, "openreports"), sort_keys=False))
     (out / "clusterpolicyreport.yaml").write_text(yaml.safe_dump(policy_report(document, "wgpolicy"), sort_keys=False))
@@ -98,7 +99,8 @@ def _stream(audit_dir: str | Path, tag: str, writer: Any, denials: TextIO) -> Ho
                 _count(totals, record)
                 writer.writerow(csv_row(record))
                 rules = record.get("rules") or []
-                if record.get("decision") == "denied" or (record.get("decision") == "error" and not record.get("allowed", True)):
+                refused = record.get("decision") == "error" and not record.get("allowed", True)
+                if record.get("decision") == "denied" or refused:
                     totals.denials += 1
                     denials.write(orjson.dumps({k: record.get(k) for k in (
                         "time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message",
@@ -123,8 +125,8 @@ def _count(totals: HourTotals, record: dict[str, Any]) -> None:
             totals.exceptions[result["exception"]][result["id"]] += 1
         kept = totals.rule_resources[result["id"]]
         if len(kept) < 20:
-            kept.append({"kind": str(record.get("kind", "")).rsplit("/", 1)[-1], "namespace": record.get("namespace") or "",
-                         "name": record.get("name") or ""})
+            kept.append({"kind": str(record.get("kind", "")).rsplit("/", 1)[-1],
+                         "namespace": record.get("namespace") or "", "name": record.get("name") or ""})
 
 
 def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Finding]) -> dict[str, Any] | None:
@@ -138,7 +140,7 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
 
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],
               previous: dict[str, Any] | None) -> dict[str, Any]:
-    rules = []
+    rules: list[dict[str, Any]] = []
     for rule_id in sorted(set(catalogue) | set(totals.rules)):
         info = catalogue.get(rule_id, RuleInfo(rule_id))
         counts = totals.rules.get(rule_id, Counter())

@@ -14,6 +14,7 @@ import jinja2
 
 def render_html(document: dict[str, Any], denials: list[dict[str, Any]]) -> str:
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    template = environment.from_string((resources.files("webhook.reports") / "templates" / "report.html.j2").read_text())
+    source = resources.files("webhook.reports") / "templates" / "report.html.j2"
+    template = environment.from_string(source.read_text())
     peak = max([sum(m.values()) for m in document["perMinute"]] + [1])
     return template.render(report=document, denials=denials, peak=peak)

@@ -14,7 +14,8 @@ from typing import Any
 def policy_report(document: dict[str, Any], flavour: str) -> dict[str, Any]:
     """A ClusterReport (openreports.io) or ClusterPolicyReport (wgpolicyk8s.io) of the hour, one result per rule."""
     end = datetime.fromisoformat(document["to"])
-    results, summary = [], Counter()
+    results: list[dict[str, Any]] = []
+    summary: Counter[str] = Counter()
     for rule in document["perRule"]:
         status = "fail" if rule["deny"] else "warn" if rule["warn"] or rule["audit"] else "pass"
         summary[status] += 1

@@ -22,8 +22,8 @@ from typing import Any
 
 from ..audit.log import SEGMENT
 from ..core import hours
-from .keys import ensure_key, public_key_path
 from .build import build_report, hour_directory
+from .keys import ensure_key, public_key_path
 from .sums import SUMS
 from .verify import verify_reports
 

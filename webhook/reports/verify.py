@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -25,10 +26,11 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         reported = [h for h in reported if h >= first]
     if last:
         reported = [h for h in reported if h <= last]
-    for earlier, later in zip(reported, reported[1:]):
+    for earlier, later in itertools.pairwise(reported):
         gap = earlier + timedelta(hours=1)
         while gap < later:
-            findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
+            findings.append(Finding(str(hour_directory(reports_dir, gap)), None,
+                                    f"no report for hour {hours.label(gap)}"))
             gap += timedelta(hours=1)
     for hour in reported:
         directory = hour_directory(reports_dir, hour)
@@ -45,16 +47,20 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
             if not target.is_file():
                 findings.append(Finding(str(sums_path), number, f"{name} is missing"))
             elif sha256_file(target) != digest:
-                findings.append(Finding(str(target), None, f"checksum does not match SHA256SUMS line {number}: the file was changed"))
+                findings.append(Finding(str(target), None,
+                                        f"checksum does not match SHA256SUMS line {number}: the file was changed"))
         try:
             previous = orjson.loads((directory / "report.json").read_bytes()).get("previousReport")
         except (OSError, orjson.JSONDecodeError):
             continue  # already reported as a checksum problem
         before = hour - timedelta(hours=1)
         before_sums = hour_directory(reports_dir, before) / SUMS
-        if previous and before_sums.is_file() and previous["sha256sumsDigest"] != hashlib.sha256(before_sums.read_bytes()).hexdigest():
+        replaced = before_sums.is_file() and previous and (
+            previous["sha256sumsDigest"] != hashlib.sha256(before_sums.read_bytes()).hexdigest())
+        if replaced:
             findings.append(Finding(str(directory / "report.json"), None,
-                                    f"previousReport digest does not match the report of {hours.label(before)}: it was replaced"))
+                                    f"previousReport digest does not match the report of {hours.label(before)}: "
+                                    "it was replaced"))
     return findings
 
 

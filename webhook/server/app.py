@@ -41,7 +41,7 @@ class OrjsonProvider(JSONProvider):
 def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
     """A Flask app serving the gateway in force and its metrics; build as many as you like."""
     app = Flask("vgate")
-    app.json = OrjsonProvider(app)
+    app.json = json = OrjsonProvider(app)
 
     def admission(endpoint: str) -> Response:
         started = time.perf_counter()
@@ -56,7 +56,7 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
             _drain_body(limit * _DRAIN_FACTOR)
             raise error from None
         handler: Callable[[bytes], dict[str, Any]] = gateway.mutate if endpoint == "mutate" else gateway.validate
-        return app.json.response(handler(body))
+        return json.response(handler(body))
 
     @app.post("/mutate")
     def mutate_view() -> Response:
@@ -68,12 +68,12 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
 
     @app.get("/healthz")
     def healthz() -> Response:
-        return app.json.response({"status": "ok"})
+        return json.response({"status": "ok"})
 
     @app.get("/readyz")
     def readyz() -> Response:
         gateway, status = live.current, live.status
-        return app.json.response({"status": "ready", "policyRevision": gateway.revision,
+        return json.response({"status": "ready", "policyRevision": gateway.revision,
                                   "policyEngine": gateway.engine.name, "config": gateway.config.source,
                                   "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})
 

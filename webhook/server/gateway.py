@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..audit.log import AuditError, DecisionLog
+from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import RequestError
-from ..core.policy_exceptions import PolicyException
-from .metrics import Metrics
 from ..core.mutation import Mutation, mutate
+from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate
+from .metrics import Metrics
 
 log = logging.getLogger("vgate")
 
@@ -104,7 +104,8 @@ class Gateway:
                 started: float, **details: Any) -> bool:
         elapsed = time.perf_counter() - started
         self.metrics.latency.labels(endpoint).observe(elapsed)
-        self.metrics.requests.labels(endpoint, request.kind, request.operation, outcome, str(request.dry_run).lower()).inc()
+        dry_run = str(request.dry_run).lower()
+        self.metrics.requests.labels(endpoint, request.kind, request.operation, outcome, dry_run).inc()
         return self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
@@ -137,7 +138,8 @@ def _outcome(result: Validation) -> str:
 
 
 def _rule_results(result: Validation) -> list[dict[str, Any]]:
-    return [{"id": o.rule, "action": o.action, "message": o.message, **({"exception": o.exception} if o.exception else {})}
+    return [{"id": o.rule, "action": o.action, "message": o.message,
+             **({"exception": o.exception} if o.exception else {})}
             for o in result.outcomes]
 
 

@@ -18,7 +18,7 @@ from gunicorn.arbiter import Arbiter
 from .certs import CertPaths
 
 
-class _ReloadingArbiter(Arbiter):  # type: ignore[misc]
+class _ReloadingArbiter(Arbiter):
     """SIGHUP reloads policies and config inside the running workers instead of replacing them.
 
     gunicorn's own HUP starts new workers; with a broken policy they would fail to boot and take
@@ -42,7 +42,7 @@ class ServeOptions:
     access_log: bool = False
 
 
-class VgateServer(BaseApplication):  # type: ignore[misc]
+class VgateServer(BaseApplication):
     """A gunicorn application whose workers each build their own app with ``factory``."""
 
     def __init__(self, factory: Callable[[], Any], options: ServeOptions) -> None:

@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest,
-                               multiprocess)
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 
 class Metrics:
@@ -32,7 +39,8 @@ class Metrics:
             "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn, audit, excepted).",
             ["rule", "action"], registry=self.registry)
         self.errors = Counter(
-            "vgate_errors_total", "Requests that failed: bad input, evaluation or mutation errors, audit write failures.",
+            "vgate_errors_total",
+            "Requests that failed: bad input, evaluation or mutation errors, audit write failures.",
             ["endpoint", "reason"], registry=self.registry)
         self.evaluations = Counter(
             "vgate_policy_evaluations_total",
@@ -42,7 +50,8 @@ class Metrics:
             "vgate_reloads_total", "Reloads of config and policies (SIGHUP or a changed file), by result.", ["result"],
             registry=self.registry)
         self.reload_ok = Gauge(
-            "vgate_config_last_reload_successful", "1 if every worker's last reload succeeded (0: an old set is serving).",
+            "vgate_config_last_reload_successful",
+            "1 if every worker's last reload succeeded (0: an old set is serving).",
             multiprocess_mode="min", registry=self.registry)
 
     def exposition(self) -> tuple[bytes, str]:

@@ -80,7 +80,8 @@ def _default_container(container: dict[str, Any]) -> None:
     if container.get("resources") is None:
         container["resources"] = {}  # a struct, not a pointer, in the Go type: always served, if empty
     if not container.get("imagePullPolicy"):
-        container["imagePullPolicy"] = "Always" if image_tag(str(container.get("image", ""))) == "latest" else "IfNotPresent"
+        latest = image_tag(str(container.get("image", ""))) == "latest"
+        container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
     if not container.get("terminationMessagePath"):
         container["terminationMessagePath"] = "/dev/termination-log"
     if not container.get("terminationMessagePolicy"):
@@ -127,7 +128,8 @@ def _default_volume(volume: dict[str, Any]) -> None:
             volume[source]["defaultMode"] = 420
     if isinstance(volume.get("hostPath"), dict) and volume["hostPath"].get("type") is None:
         volume["hostPath"]["type"] = ""
-    for item in _dicts((volume.get("downwardAPI") or {}).get("items") if isinstance(volume.get("downwardAPI"), dict) else None):
+    downward_volume = volume.get("downwardAPI")
+    for item in _dicts(downward_volume.get("items") if isinstance(downward_volume, dict) else None):
         _default_field_ref(item.get("fieldRef"))
     projected = volume.get("projected")
     for projection in _dicts(projected.get("sources") if isinstance(projected, dict) else None):

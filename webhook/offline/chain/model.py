@@ -43,6 +43,7 @@ _CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io
                 "flowcontrol.apiserver.k8s.io", "resource.k8s.io"}
 _POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
                     ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
+_VGATE_MUTATES = {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}
 _K8S = "kubernetes/kubernetes "
 _VOLCANO = "volcano-sh/volcano pkg/webhooks/admission/"
 
@@ -217,7 +218,7 @@ class _Webhook:
 def _webhooks(group: str, kind: str, namespace: str, cluster: Cluster, vgate_called: bool) -> list[_Webhook]:
     """The mutating webhooks that match, in the API server's order (configuration name, then list)."""
     hooks: list[tuple[str, _Webhook]] = []
-    if vgate_called and (group, kind) in {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}:
+    if vgate_called and (group, kind) in _VGATE_MUTATES:
         hooks.append(("vgate", _Webhook(VGATE_WEBHOOK, _VGATE_SOURCE, lambda o: None)))
     if cluster.with_volcano:
         annotations = (cluster.namespaces.get(namespace) or {}).get("annotations") or {}

@@ -99,8 +99,8 @@ def default_toleration_seconds(pod: dict[str, Any]) -> None:
     spec = pod.setdefault("spec", {})
     tolerations = spec.get("tolerations") or []
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-        tolerated = any(isinstance(t, dict) and t.get("key", "") in ("", key) and t.get("effect", "") in ("", "NoExecute")
-                        for t in tolerations)
+        tolerated = any(isinstance(t, dict) and t.get("key", "") in ("", key)
+                        and t.get("effect", "") in ("", "NoExecute") for t in tolerations)
         if not tolerated:
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
     spec["tolerations"] = tolerations
