@@ -1,64 +1,17 @@
-"""Shared fixtures: the real corpus, AdmissionReviews, and a real gunicorn server over HTTPS."""
+"""Fixtures shared by every test: the shipped config and engine, real servers over HTTPS."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-import yaml
 
-from webhook.core.config import DEFAULT_CONFIG_PATH, load_config
-from webhook.offline.admit import review_for
+from webhook.core.config import load_config
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
 
-ROOT = Path(__file__).resolve().parent.parent
-POLICIES = ROOT / "policies"
-CORPUS = ROOT.parent / "shared" / "corpus"
-VGATE = [sys.executable, "-m", "webhook"]
-
-
-def corpus_file(*parts: str) -> Path:
-    path = CORPUS.joinpath(*parts)
-    assert path.is_file(), f"missing test corpus file {path}: ../shared must sit beside the checkout"
-    return path
-
-
-def yaml_documents(path: Path) -> list[dict[str, Any]]:
-    """The objects of a (multi-document) YAML file; empty documents dropped."""
-    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-
-
-def corpus_documents(*parts: str) -> list[dict[str, Any]]:
-    return yaml_documents(corpus_file(*parts))
-
-
-def review(obj: dict[str, Any], **options: Any) -> dict[str, Any]:
-    """An AdmissionReview for ``obj`` (CREATE unless ``operation`` says otherwise)."""
-    options.setdefault("dry_run", False)
-    return review_for(obj, **options)
-
-
-def pod(name: str = "p", namespace: str = "web", *, labels: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels is not None:
-        metadata["labels"] = labels
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    spec.setdefault("containers", [{"name": "main", "image": "registry.example.com/app:1"}])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+from helpers import POLICIES, Server
 
 
 @pytest.fixture(scope="session")
@@ -69,123 +22,6 @@ def config():
 @pytest.fixture(scope="session")
 def engine(config):
     return RegorusEngine(load_policy_set(POLICIES), config.document)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """A `vgate serve` process (gunicorn, TLS) on a free loopback port."""
-
-    def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
-                 workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = (),
-                 audit_dir: Path | None = None, hourly_reports: bool = False) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self.url = f"https://localhost:{self.port}"
-        self.ca = workdir / "certs" / "ca.crt"
-        self.audit_dir = audit_dir or workdir / "audit"
-        config_path = self.config_path = workdir / "vgate.yaml"
-        workdir.mkdir(parents=True, exist_ok=True)
-        text = config_text if config_text is not None else DEFAULT_CONFIG_PATH.read_text()
-        document = yaml.safe_load(text) or {}
-        document.setdefault("audit", {})["dir"] = str(self.audit_dir)
-        config_path.write_text(yaml.safe_dump(document))
-        if make_certs:
-            subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs")], check=True, capture_output=True)
-        self.log = open(workdir / "server.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.process = subprocess.Popen(
-            [
-                *VGATE,
-                "serve",
-                "--config",
-                str(config_path),
-                "--policies",
-                str(policies),
-                "--certs",
-                str(workdir / "certs"),
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                str(workers),
-                *extra_args,
-                "--hourly-reports" if hourly_reports else "--no-hourly-reports",
-            ],
-            cwd=workdir,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        self.session = requests.Session()
-        self.session.verify = str(self.ca)
-        self.session.trust_env = False  # else REQUESTS_CA_BUNDLE from the environment overrides verify
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vgate serve exited {self.process.returncode}:\n{self.output()}")
-            try:
-                if self.session.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
-            except OSError:  # not listening yet, or (self-generated certs) no CA file yet
-                time.sleep(0.2)
-        raise RuntimeError(f"vgate serve not ready in 30 s:\n{self.output()}")
-
-    def output(self) -> str:
-        self.log.flush()
-        return (self.workdir / "server.log").read_text(errors="replace")
-
-    def post(self, endpoint: str, body: Any, **kwargs: Any) -> requests.Response:
-        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-        return self.session.post(
-            self.url + endpoint, data=data, timeout=10, headers={"Content-Type": "application/json"}, **kwargs
-        )
-
-    def decisions(self) -> list[dict[str, Any]]:
-        records = []
-        for segment in sorted(self.audit_dir.glob("*.jsonl")):
-            records += [json.loads(line) for line in segment.read_text().splitlines()]
-        return records
-
-    def decisions_tolerant(self) -> list[dict[str, Any]]:
-        """Every whole record, skipping a torn last line a crash may leave."""
-        records = []
-        for segment in sorted(self.audit_dir.glob("*.jsonl")):
-            for line in segment.read_text().splitlines():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-        return records
-
-    def stop(self) -> None:
-        self.session.close()  # idle keep-alive connections would hold gunicorn's graceful stop
-        workers = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True).stdout.split()
-        self.process.send_signal(signal.SIGINT)  # quick shutdown; graceful TERM lingers ~3 s per server
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        # gunicorn's quick shutdown does not wait for its workers, and a gthread worker hit by the
-        # signal inside ThreadPoolExecutor.submit deadlocks on the executor's lock: reap them all.
-        for pid in workers:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.log.close()
 
 
 @pytest.fixture(scope="session")
@@ -207,8 +43,3 @@ def start_server(tmp_path) -> Iterator[Any]:
     yield start
     for running in started:
         running.stop()
-
-
-def copy_policies(target: Path) -> Path:
-    shutil.copytree(POLICIES, target)
-    return target

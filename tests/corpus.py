@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from conftest import CORPUS, corpus_documents, corpus_file
+from helpers import CORPUS, corpus_documents, corpus_file
 
 
 def _templates(document: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 PACKAGE = ROOT / "webhook"
 # Each layer and the layers it may import (besides itself); the CLI and the package root may import all.
@@ -44,7 +44,8 @@ def imported(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, *([node.module] if node.module else [])])
-            found += [(node.lineno, module)] if node.module else [(node.lineno, f"{module}.{a.name}") for a in node.names]
+            names = [module] if node.module else [f"{module}.{alias.name}" for alias in node.names]
+            found += [(node.lineno, name) for name in names]
     return found
 
 

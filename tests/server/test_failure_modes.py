@@ -8,7 +8,7 @@ import pytest
 
 from webhook.core.config import DEFAULT_CONFIG_PATH
 
-from conftest import VGATE, copy_policies, pod, review
+from helpers import VGATE, copy_policies, pod, review
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
 # number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on

@@ -11,7 +11,7 @@ import yaml
 
 from webhook.core.config import load_config, parse_config
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 @pytest.fixture(scope="module")

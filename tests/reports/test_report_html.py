@@ -12,7 +12,7 @@ from webhook.audit.log import DecisionLog
 from webhook.reports.build import build_report
 from webhook.reports.keys import ensure_key
 
-from conftest import POLICIES, ROOT
+from helpers import POLICIES, ROOT
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -11,7 +11,7 @@ from pathlib import Path
 from webhook.audit.log import GENESIS, DecisionLog
 from webhook.audit.verify import verify_segments
 
-from conftest import VGATE, pod, review
+from helpers import VGATE, pod, review
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:

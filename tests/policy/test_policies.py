@@ -16,7 +16,7 @@ from webhook.offline.admit import admit
 from webhook.offline.chain.model import Cluster
 from webhook.policy.sources import policy_metadata
 
-from conftest import POLICIES, VGATE, copy_policies, review
+from helpers import POLICIES, VGATE, copy_policies, review
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 CATALOGUE = set(re.findall(r"^\| `([a-z-]+)` \| (?:critical|high|medium|low) \|",

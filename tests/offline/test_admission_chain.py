@@ -29,9 +29,8 @@ from webhook.offline.chain.volcano import read_admission_config
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
 
-from conftest import POLICIES, VGATE, corpus_file, pod
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from test_mutation import K8S_VERSION, crd_validator, is_strictly_valid
+from helpers import K8S_VERSION, POLICIES, VGATE, corpus_file, crd_validator, is_strictly_valid, pod
 
 RESOURCE_GROUPS = [{"resourceGroup": "cpu", "object": {"key": "namespace", "value": ["ml-training"]},
                     "schedulerName": "default-scheduler", "labels": {"vgate.io/node-pool": "cpu"}}]

@@ -13,8 +13,8 @@ import yaml
 
 from webhook.offline.admit import admit
 
-from conftest import POLICIES, pod, review
 from fake_opa import FakeOpa
+from helpers import POLICIES, pod, review
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 

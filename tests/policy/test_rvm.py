@@ -22,8 +22,8 @@ from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.rvm_guard import guard_assignments
 from webhook.policy.sources import load_policy_set
 
-from conftest import POLICIES, copy_policies, pod, review, yaml_documents
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
+from helpers import POLICIES, copy_policies, pod, review, yaml_documents
 
 # Each rule is a case of `x := ...` where the right side may be undefined, in every kind of query.
 GAP_CASES = """package gap

@@ -7,15 +7,12 @@ Kubernetes OpenAPI schema (kubernetes-validate) and Volcano's Job CRD schema.
 from __future__ import annotations
 
 import copy
-import functools
 from typing import Any
 
 import jsonpatch
-import jsonschema
 import kubernetes_validate
 import orjson
 import pytest
-import yaml
 
 from webhook.core.admission import decode_review
 from webhook.core.config import parse_config
@@ -23,10 +20,8 @@ from webhook.core.errors import RequestError
 from webhook.core.mutation import diff_managed, mutate
 from webhook.core.quantity import parse_quantity
 
-from conftest import corpus_file, pod, review
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-
-K8S_VERSION = "1.35"
+from helpers import K8S_VERSION, crd_validator, is_strictly_valid, pod, review
 
 
 def run(obj: dict[str, Any], config, **options: Any):
@@ -35,21 +30,6 @@ def run(obj: dict[str, Any], config, **options: Any):
 
 def mutated(obj: dict[str, Any], config, **options: Any) -> dict[str, Any]:
     return jsonpatch.apply_patch(obj, run(obj, config, **options).patch)
-
-
-def is_strictly_valid(obj: dict[str, Any]) -> bool:
-    try:
-        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
-    except kubernetes_validate.ValidationError:
-        return False
-    return True
-
-
-@functools.cache
-def crd_validator(filename: str) -> jsonschema.Draft4Validator:
-    """Volcano's CRD schema (OpenAPI v3, a JSON Schema draft-4 dialect), parsed once."""
-    crd = yaml.safe_load(corpus_file("volcano-crds", filename).read_text())
-    return jsonschema.Draft4Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
 
 def test_pod_in_training_namespace_gets_queue_scheduler_priority_and_guaranteed_memory(config):

@@ -17,7 +17,7 @@ from webhook.reports.build import build_report, hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.verify import verify_reports
 
-from conftest import CORPUS, POLICIES, VGATE, pod, review
+from helpers import CORPUS, POLICIES, VGATE, pod, review
 
 
 def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:

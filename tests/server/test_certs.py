@@ -9,7 +9,7 @@ import subprocess
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from conftest import VGATE
+from helpers import VGATE
 
 
 def test_certs_command_writes_ca_and_server_cert_and_prints_ca_bundle(tmp_path):

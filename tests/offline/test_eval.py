@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import POLICIES, VGATE, corpus_file
+from helpers import POLICIES, VGATE, corpus_file
 
 
 def vgate_eval(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ import pytest
 import requests
 from cryptography import x509
 
-from conftest import pod, review
+from helpers import pod, review
 
 SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
 DIGEST = "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -212,7 +212,7 @@ warn contains {"rule": "image-latest-tag", "msg": msg} if {
 
 
 def test_warn_results_become_admission_warnings(tmp_path, start_server):
-    from conftest import copy_policies
+    from helpers import copy_policies
 
     policies = copy_policies(tmp_path / "policies")
     (policies / "image-latest-tag").mkdir()

@@ -14,7 +14,7 @@ from webhook.core.admission import decode_review
 from webhook.core.mutation import mutate
 from webhook.core.validation import validate
 
-from conftest import corpus_documents, corpus_file, pod, review
+from helpers import corpus_documents, corpus_file, pod, review
 
 NOW = datetime(2026, 12, 3, tzinfo=timezone.utc)
 PRIVILEGED = {"name": "app", "image": "registry.example.com/app:1", "securityContext": {"privileged": True}}

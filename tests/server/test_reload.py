@@ -6,7 +6,7 @@ import re
 import signal
 import time
 
-from conftest import copy_policies, pod, review
+from helpers import copy_policies, pod, review
 
 BLOCK_RED = """package vgate.rules.no_red
 

@@ -13,7 +13,7 @@ from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, prune
 
-from conftest import POLICIES
+from helpers import POLICIES
 
 
 def settings(tmp_path: Path) -> dict:

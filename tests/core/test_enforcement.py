@@ -11,7 +11,7 @@ from webhook.core.enforcement import action_for
 from webhook.core.policy_exceptions import load_exceptions
 from webhook.offline.admit import admit
 
-from conftest import POLICIES, pod, review
+from helpers import POLICIES, pod, review
 
 OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
 
