@@ -1,0 +1,125 @@
+"""The gateway alone, with a fake engine and a fake decision log: decide, record, count, fail well.
+
+No server, no regorus: what the gateway does with each answer an engine or a log can give,
+including the failures that are hard to provoke end to end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from helpers import pod, review
+from webhook.audit.log import AuditError
+from webhook.core.config import parse_config
+from webhook.core.contract import EngineInput, Evaluation, PolicyResult, Violation
+from webhook.core.errors import EvaluationError, RequestError
+from webhook.server.gateway import Gateway
+from webhook.server.metrics import Metrics
+
+
+class FakeEngine:
+    """Answers what it is told to, or raises; remembers what it was asked."""
+
+    revision = "fake-revision"
+    name = "fake"
+
+    def __init__(self, answer: Evaluation | Exception) -> None:
+        self.answer = answer
+        self.asked: list[EngineInput] = []
+
+    def evaluate(self, request: EngineInput) -> Evaluation:
+        self.asked.append(request)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+class FakeDecisionLog:
+    """Keeps records in memory, or fails every write like a full disk."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.broken = broken
+
+    def record(self, entry: dict[str, Any]) -> None:
+        if self.broken:
+            raise AuditError("cannot write the decision log: No space left on device")
+        self.records.append(entry)
+
+
+DENIED = Evaluation(PolicyResult((Violation("security-privileged-container", "Pod: container c is privileged"),), ()),
+                    "fake")
+
+
+def gateway(engine: FakeEngine, log: FakeDecisionLog, config_text: str = "") -> Gateway:
+    return Gateway(parse_config(config_text), engine, log, [], Path("policies"), Metrics())  # type: ignore[arg-type]
+
+
+def counted(gate: Gateway, name: str, labels: dict[str, str]) -> float:
+    return gate.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def body(obj: dict[str, Any]) -> bytes:
+    return orjson.dumps(review(obj))
+
+
+def test_a_denial_is_answered_recorded_and_counted():
+    engine, log = FakeEngine(DENIED), FakeDecisionLog()
+    gate = gateway(engine, log)
+    sent = body(pod(namespace="web"))
+    response = gate.validate(sent)["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    assert "[security-privileged-container] Pod: container c is privileged" in response["status"]["message"]
+    assert engine.asked[0].raw == sent and engine.asked[0].document == orjson.loads(sent)  # parsed once, passed on
+    (record,) = log.records
+    assert (record["decision"], record["policyRevision"]) == ("denied", "fake-revision")
+    assert record["rules"] == [{"id": "security-privileged-container", "action": "deny",
+                                "message": "Pod: container c is privileged"}]
+    assert counted(gate, "vgate_policy_evaluations_total", {"engine": "fake"}) == 1
+
+
+def test_an_unrecordable_decision_is_refused_unless_audit_failure_mode_allows():
+    strict = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), FakeDecisionLog(broken=True))
+    response = strict.validate(body(pod()))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 500
+    assert "nothing is admitted unrecorded" in response["status"]["message"]
+    assert counted(strict, "vgate_errors_total", {"endpoint": "validate", "reason": "audit"}) == 1
+    lenient = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), FakeDecisionLog(broken=True),
+                      "audit:\n  failureMode: allow\n")
+    assert lenient.validate(body(pod()))["response"]["allowed"] is True
+
+
+@pytest.mark.parametrize("failure", [EvaluationError("data.vgate.main.result must be an object"),
+                                     RuntimeError("engine crashed")])
+def test_an_engine_failure_follows_the_failure_mode_and_is_recorded(failure):
+    log = FakeDecisionLog()
+    refused = gateway(FakeEngine(failure), log).validate(body(pod()))["response"]
+    assert refused["allowed"] is False and refused["status"]["code"] == 500
+    assert str(failure) in refused["status"]["message"]
+    assert log.records[-1]["decision"] == "error" and str(failure) in log.records[-1]["error"]
+    admitted = gateway(FakeEngine(failure), log, "server:\n  failureMode: allow\n").validate(body(pod()))["response"]
+    assert admitted["allowed"] is True and "admitted by failure mode allow" in admitted["warnings"][0]
+
+
+def test_exempt_namespaces_and_unknown_kinds_never_reach_the_engine():
+    engine, log = FakeEngine(DENIED), FakeDecisionLog()
+    gate = gateway(engine, log)
+    assert gate.validate(body(pod(namespace="kube-system")))["response"]["allowed"] is True
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "web"}}
+    assert gate.validate(body(config_map))["response"]["allowed"] is True
+    assert engine.asked == [] and [r["decision"] for r in log.records] == ["allowed", "allowed"]
+    assert log.records[0]["exempt"] is True
+
+
+def test_bad_input_is_refused_and_still_recorded():
+    log = FakeDecisionLog()
+    gate = gateway(FakeEngine(DENIED), log)
+    with pytest.raises(RequestError) as refused:
+        gate.validate(b'{"kind": "AdmissionReview"')
+    assert refused.value.status == 400
+    assert log.records[-1]["decision"] == "error" and log.records[-1]["httpStatus"] == 400
+    assert counted(gate, "vgate_errors_total", {"endpoint": "validate", "reason": "http_400"}) == 1
