@@ -12,13 +12,14 @@ from typing import Any
 import orjson
 import pytest
 
-from helpers import pod, review
 from webhook.audit.log import AuditError
 from webhook.core.config import parse_config
 from webhook.core.contract import EngineInput, Evaluation, PolicyResult, Violation
 from webhook.core.errors import EvaluationError, RequestError
 from webhook.server.gateway import Gateway
 from webhook.server.metrics import Metrics
+
+from helpers import pod, review
 
 
 class FakeEngine:
