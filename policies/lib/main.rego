@@ -1,15 +1,27 @@
 # METADATA
 # title: vgate decision
 # description: |
-#   The one rule the webhook evaluates. Every package under vgate.rules yields deny and warn
-#   sets of {"rule": id, "msg": text}; this gathers them. Input is the AdmissionReview, the
+#   The one rule the webhook evaluates. Every package vgate.rules.<name> yields deny and warn sets
+#   of messages; this gathers them as {"rule": id, "msg": text}, the rule id being the package name
+#   with dashes (the rule's folder), so a rule never writes its own id. A rule may also yield
+#   {"rule": id, "msg": text} objects itself (kept as they are). Input is the AdmissionReview, the
 #   gateway config is data.vgate.config.
 package vgate.main
 
 import rego.v1
 
-deny contains violation if some violation in data.vgate.rules[_].deny
+deny contains decision(name, found) if {
+	some name, rule in data.vgate.rules
+	some found in rule.deny
+}
 
-warn contains violation if some violation in data.vgate.rules[_].warn
+warn contains decision(name, found) if {
+	some name, rule in data.vgate.rules
+	some found in rule.warn
+}
 
 result := {"deny": deny, "warn": warn}
+
+decision(name, found) := {"rule": replace(name, "_", "-"), "msg": found} if is_string(found)
+
+decision(_, found) := found if not is_string(found)

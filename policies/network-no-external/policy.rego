@@ -23,7 +23,7 @@ import data.vgate.lib.workload.sensitive_label
 
 egress := data.vgate.config.placement.egressDenyLabel
 
-deny contains {"rule": "network-no-external", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_specs
 	judged.spec.hostNetwork == true
@@ -33,7 +33,7 @@ deny contains {"rule": "network-no-external", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "network-no-external", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_containers
 	some port in object.get(judged.container, "ports", [])
@@ -44,7 +44,7 @@ deny contains {"rule": "network-no-external", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "network-no-external", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_specs
 	object.get(labels_of(judged.metadata), egress.key, null) != egress.value

@@ -21,7 +21,7 @@ import data.vgate.lib.workload.placement
 import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
 
-deny contains {"rule": "placement-encrypted-memory", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_specs
 	not runs_on_encrypted_memory(judged.spec)

@@ -41,7 +41,7 @@ crosses_tenants(toleration) if {
 	object.get(toleration, "value", "") != tenant
 }
 
-deny contains {"rule": "placement-foreign-taint-toleration", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	some toleration in object.get(judged.spec, "tolerations", [])
 	crosses_tenants(toleration)

@@ -17,7 +17,7 @@ test_allows_own_tenant if {
 
 test_denies_other_tenant if {
 	some violation in denials(tolerating({"key": "dedicated", "value": "serving", "effect": "NoSchedule"}))
-	contains(violation.msg, `belongs to tenant "research"`)
+	contains(violation, `belongs to tenant "research"`)
 }
 
 test_denies_any_value_of_the_dedicated_key if {

@@ -57,7 +57,7 @@ pinned_pools(spec) := pools if {
 	}
 }
 
-deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	judged.where in accelerated
 	not pinned_pools(judged.spec)
@@ -67,7 +67,7 @@ deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "placement-gpu-security-domain", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	judged.where in accelerated
 	foreign := {pool | some pool in pinned_pools(judged.spec); object.get(gpu.nodePools, pool, "") != domain}

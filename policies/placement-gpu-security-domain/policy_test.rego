@@ -18,12 +18,12 @@ test_allows_pool_of_own_domain if {
 test_denies_pool_of_another_domain if {
 	review := testing.pod_in("ml-inference", {}, gpu_spec({"nodeSelector": {"vgate.io/node-pool": "gpu-shared"}}))
 	some violation in denials(review)
-	contains(violation.msg, `node pools ["gpu-shared"] outside security domain "confidential"`)
+	contains(violation, `node pools ["gpu-shared"] outside security domain "confidential"`)
 }
 
 test_denies_unpinned_gpu_pod if {
 	some violation in denials(testing.pod_in("web", {}, gpu_spec({})))
-	contains(violation.msg, `pin one of ["gpu-shared"]`)
+	contains(violation, `pin one of ["gpu-shared"]`)
 }
 
 test_an_amount_that_is_not_a_plain_number_still_counts if {

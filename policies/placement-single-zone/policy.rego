@@ -48,7 +48,7 @@ template_zones[judged.where] := selector_zones(judged.spec) | affinity_zones(jud
 	some judged in judged_specs
 }
 
-deny contains {"rule": "placement-single-zone", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some name, found in template_zones
 	count(found) != 1
@@ -58,7 +58,7 @@ deny contains {"rule": "placement-single-zone", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "placement-single-zone", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	count(template_zones) > 0
 	every found in template_zones {

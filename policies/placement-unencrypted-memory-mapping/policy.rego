@@ -22,7 +22,7 @@ import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
 
-deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	some volume in object.get(judged.spec, "volumes", [])
 	volume.hostPath.path in memory_devices
@@ -41,7 +41,7 @@ memory_uses(spec) := array.concat(
 	],
 )
 
-deny contains {"rule": "placement-unencrypted-memory-mapping", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_specs
 	not runs_on_encrypted_memory(judged.spec)

@@ -14,19 +14,19 @@ memory_volume := {"name": "shm", "emptyDir": {"medium": "Memory"}}
 test_denies_dev_mem_for_any_workload if {
 	spec := {"volumes": [{"name": "mem", "hostPath": {"path": "/dev/mem"}}]}
 	some violation in denials(testing.pod({}, spec))
-	contains(violation.msg, "maps the node's memory device /dev/mem")
+	contains(violation, "maps the node's memory device /dev/mem")
 }
 
 test_denies_memory_volume_of_sensitive_pod_off_encrypted_nodes if {
 	spec := {"nodeSelector": {"topology.kubernetes.io/zone": "a"}, "volumes": [memory_volume]}
 	some violation in denials(testing.pod(testing.sensitive, spec))
-	contains(violation.msg, "emptyDir shm (medium: Memory)")
+	contains(violation, "emptyDir shm (medium: Memory)")
 }
 
 test_denies_hugepages_of_sensitive_pod_off_encrypted_nodes if {
 	spec := {"containers": [{"name": "dpdk", "resources": {"limits": {"hugepages-2Mi": "1Gi"}}}]}
 	some violation in denials(testing.pod(testing.sensitive, spec))
-	contains(violation.msg, "hugepages-2Mi in container dpdk")
+	contains(violation, "hugepages-2Mi in container dpdk")
 }
 
 test_allows_memory_volume_on_encrypted_nodes if {

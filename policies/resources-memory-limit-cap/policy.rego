@@ -19,7 +19,7 @@ import data.vgate.lib.workload.obj
 
 cap := data.vgate.config.queues.definitions[named_queue].maxMemoryLimit
 
-deny contains {"rule": "resources-memory-limit-cap", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_containers
 	limit := judged.container.resources.limits.memory
 	units.parse_bytes(limit) > units.parse_bytes(cap)

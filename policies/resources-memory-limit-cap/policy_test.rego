@@ -16,7 +16,7 @@ with_limit(queue, limit) := json.patch(testing.pod({}, {"containers": [{"name": 
 
 test_denies_limit_above_cap if {
 	some violation in denials(with_limit("training", "65Gi"))
-	contains(violation.msg, `memory limit 65Gi, above queue "training"'s cap of 64Gi`)
+	contains(violation, `memory limit 65Gi, above queue "training"'s cap of 64Gi`)
 }
 
 test_allows_limit_at_cap_in_other_units if {

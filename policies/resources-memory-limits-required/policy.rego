@@ -21,7 +21,7 @@ import data.vgate.lib.workload.obj
 
 qos_class := data.vgate.config.queues.definitions[named_queue].qosClass
 
-deny contains {"rule": "resources-memory-limits-required", "msg": msg} if {
+deny contains msg if {
 	qos_class in {"Guaranteed", "Burstable"}
 	some judged in judged_specs
 	unbounded := [c.name | some c in containers(judged.spec); not c.resources.limits.memory]

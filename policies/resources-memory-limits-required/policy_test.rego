@@ -17,7 +17,7 @@ queued(queue, spec) := json.patch(testing.pod({}, spec), [{
 test_denies_missing_limit_in_guaranteed_queue if {
 	spec := {"initContainers": [{"name": "init"}], "containers": [{"name": "a", "resources": {"limits": {"memory": "1Gi"}}}]}
 	some violation in denials(queued("training", spec))
-	contains(violation.msg, `containers ["init"] of pod have no memory limit, but queue "training" runs Guaranteed`)
+	contains(violation, `containers ["init"] of pod have no memory limit, but queue "training" runs Guaranteed`)
 }
 
 test_allows_limits_everywhere if {

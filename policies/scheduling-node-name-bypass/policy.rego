@@ -16,7 +16,7 @@ import rego.v1
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 
-deny contains {"rule": "scheduling-node-name-bypass", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	node := object.get(judged.spec, "nodeName", "")
 	node != ""

@@ -11,7 +11,7 @@ denials(review) := result if {
 
 test_denies_node_name_on_create if {
 	some violation in denials(testing.pod({}, {"nodeName": "gpu-node-7"}))
-	contains(violation.msg, `spec.nodeName "gpu-node-7"`)
+	contains(violation, `spec.nodeName "gpu-node-7"`)
 }
 
 test_denies_node_name_in_a_job_template if {

@@ -29,7 +29,7 @@ allowed := [definition.priorityClass] if not definition.allowedPriorityClasses
 # The Priority admission plugin's built-in classes (scheduling.SystemPriorityClasses).
 system_classes := {"system-node-critical", "system-cluster-critical"}
 
-deny contains {"rule": "scheduling-priority-class-allowed", "msg": msg} if {
+deny contains msg if {
 	is_create
 	class := object.get(obj.spec, "priorityClassName", "")
 	class != ""

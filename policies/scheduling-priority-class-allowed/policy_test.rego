@@ -20,7 +20,7 @@ test_allows_a_class_in_the_allowed_list if {
 
 test_denies_a_class_outside_the_allowed_list if {
 	some violation in denials(in_queue("training", "vgate-critical"))
-	contains(violation.msg, `queue "training" uses priority class "vgate-critical"`)
+	contains(violation, `queue "training" uses priority class "vgate-critical"`)
 }
 
 test_queue_without_list_allows_only_its_own_class if {

@@ -49,7 +49,7 @@ allowed_queues := sort([name |
 	glob.match(pattern, [], namespace)
 ])
 
-deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
+deny contains msg if {
 	judged
 	queue := named_queue
 	not definitions[queue]
@@ -63,7 +63,7 @@ deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "scheduling-queue-allowed", "msg": msg} if {
+deny contains msg if {
 	judged
 	queue := named_queue
 	definition := definitions[queue]

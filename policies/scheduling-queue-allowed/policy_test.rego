@@ -28,15 +28,15 @@ test_allows_pod_without_queue if {
 
 test_denies_unknown_queue if {
 	some violation in denials(pod_in_queue("gpu-premium"))
-	contains(violation.msg, `queue "gpu-premium", which the gateway does not know`)
-	contains(violation.msg, "mapped in queues.byNamespace")
+	contains(violation, `queue "gpu-premium", which the gateway does not know`)
+	contains(violation, "mapped in queues.byNamespace")
 }
 
 test_denies_queue_of_another_namespace if {
 	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace", "value": "web"}])
 	some violation in denials(review)
-	contains(violation.msg, `namespace "web" names Volcano queue "training"`)
-	contains(violation.msg, `["default"]`)
+	contains(violation, `namespace "web" names Volcano queue "training"`)
+	contains(violation, `["default"]`)
 }
 
 test_allows_namespace_matching_a_glob if {

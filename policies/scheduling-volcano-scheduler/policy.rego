@@ -36,7 +36,7 @@ judged if {
 	is_volcano_job
 }
 
-deny contains {"rule": "scheduling-volcano-scheduler", "msg": msg} if {
+deny contains msg if {
 	judged
 	scheduler := object.get(obj.spec, "schedulerName", "")
 	not scheduler in {"", volcano.schedulerName}

@@ -11,7 +11,7 @@ denials(review) := result if {
 
 test_denies_default_scheduler_left_in_a_volcano_namespace if {
 	some violation in denials(testing.pod({}, {"schedulerName": "default-scheduler"}))
-	contains(violation.msg, `names scheduler "default-scheduler"`)
+	contains(violation, `names scheduler "default-scheduler"`)
 }
 
 test_allows_volcano if {

@@ -20,7 +20,7 @@ allowed := {upper(c) | some c in data.vgate.config.security.allowedCapabilities}
 
 normalised(capability) := trim_prefix(upper(capability), "CAP_")
 
-deny contains {"rule": "security-added-capabilities", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_containers
 	adds := judged.container.securityContext.capabilities.add
 	added := {normalised(c) | some c in adds}

@@ -11,7 +11,7 @@ denials(review) := result if {
 
 test_denies_host_pid_and_ipc_in_one_message if {
 	some violation in denials(testing.pod({}, {"hostPID": true, "hostIPC": true}))
-	contains(violation.msg, `["hostPID", "hostIPC"]`)
+	contains(violation, `["hostPID", "hostIPC"]`)
 }
 
 test_denies_host_network_of_any_workload if {

@@ -16,7 +16,7 @@ import rego.v1
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
 
-deny contains {"rule": "security-host-ports", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_containers
 	some opened in judged.container.ports
 	opened.hostPort > 0 # any of them: the message lists them all (one message per container)

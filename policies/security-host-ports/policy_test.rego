@@ -12,7 +12,7 @@ denials(review) := result if {
 test_denies_host_port if {
 	spec := testing.container_spec([{"op": "add", "path": "/ports", "value": [{"containerPort": 80, "hostPort": 8080}]}])
 	some violation in denials(testing.pod({}, spec))
-	contains(violation.msg, "opens host ports [8080]")
+	contains(violation, "opens host ports [8080]")
 }
 
 test_allows_container_port_and_zero_host_port if {

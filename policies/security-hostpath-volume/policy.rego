@@ -17,7 +17,7 @@ import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.memory_devices
 import data.vgate.lib.workload.obj
 
-deny contains {"rule": "security-hostpath-volume", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_specs
 	some volume in object.get(judged.spec, "volumes", [])
 	volume.hostPath

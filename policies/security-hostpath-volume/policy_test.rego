@@ -12,7 +12,7 @@ denials(review) := result if {
 test_denies_host_path if {
 	spec := {"volumes": [{"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}]}
 	some violation in denials(testing.pod({}, spec))
-	contains(violation.msg, "volume docker of pod mounts the node's path /var/run/docker.sock")
+	contains(violation, "volume docker of pod mounts the node's path /var/run/docker.sock")
 }
 
 test_allows_other_volumes if {

@@ -23,7 +23,7 @@ effective := [object.union(object.get(judged.spec, "securityContext", {}), objec
 	some judged in judged_containers
 ]
 
-deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_containers
 	judged.container.securityContext.allowPrivilegeEscalation == true
 	msg := sprintf(
@@ -32,7 +32,7 @@ deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
+deny contains msg if {
 	some i, judged in judged_containers
 	effective[i].runAsUser == 0
 	msg := sprintf(
@@ -41,7 +41,7 @@ deny contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
 	)
 }
 
-warn contains {"rule": "security-privilege-escalation-root", "msg": msg} if {
+warn contains msg if {
 	some i, judged in judged_containers
 	not effective[i].runAsNonRoot == true
 	not effective[i].runAsUser == 0

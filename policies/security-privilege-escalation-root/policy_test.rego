@@ -20,12 +20,12 @@ with_context(pod_context, container_context) := testing.pod({}, {
 
 test_denies_explicit_privilege_escalation if {
 	some violation in denials(with_context({}, {"allowPrivilegeEscalation": true}))
-	contains(violation.msg, "allowPrivilegeEscalation: true")
+	contains(violation, "allowPrivilegeEscalation: true")
 }
 
 test_denies_root_from_the_pod_context if {
 	some violation in denials(with_context({"runAsUser": 0}, {}))
-	contains(violation.msg, "runs as uid 0")
+	contains(violation, "runs as uid 0")
 }
 
 test_container_context_overrides_the_pod if {

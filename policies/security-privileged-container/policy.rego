@@ -16,7 +16,7 @@ import rego.v1
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
 
-deny contains {"rule": "security-privileged-container", "msg": msg} if {
+deny contains msg if {
 	some judged in judged_containers
 	judged.container.securityContext.privileged == true
 	msg := sprintf(

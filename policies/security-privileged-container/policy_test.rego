@@ -12,7 +12,7 @@ denials(review) := result if {
 test_denies_privileged_container if {
 	spec := testing.container_spec([{"op": "add", "path": "/securityContext", "value": {"privileged": true}}])
 	some violation in denials(testing.pod({}, spec))
-	contains(violation.msg, "container main of pod is privileged")
+	contains(violation, "container main of pod is privileged")
 }
 
 test_denies_privileged_init_container_in_a_job_task if {
@@ -28,7 +28,7 @@ test_allows_unprivileged_container if {
 test_denies_a_privileged_ephemeral_container_kubectl_debug_adds if {
 	added := [{"name": "debugger", "image": "registry.example.com/busybox:1", "securityContext": {"privileged": true}}]
 	some violation in denials(testing.debug(testing.container_spec([]), [], added))
-	contains(violation.msg, "container debugger of pod (ephemeral) is privileged")
+	contains(violation, "container debugger of pod (ephemeral) is privileged")
 }
 
 test_judges_only_the_ephemeral_containers_a_debug_request_adds if {

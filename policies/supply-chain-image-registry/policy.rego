@@ -37,7 +37,7 @@ untagged_or_latest(image) if {
 	endswith(image, ":latest")
 }
 
-deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+deny contains msg if {
 	count(registries) > 0
 	some judged in judged_containers
 	image := image_of(judged.container)
@@ -48,7 +48,7 @@ deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+deny contains msg if {
 	is_sensitive
 	some judged in judged_containers
 	image := image_of(judged.container)
@@ -59,7 +59,7 @@ deny contains {"rule": "supply-chain-image-registry", "msg": msg} if {
 	)
 }
 
-warn contains {"rule": "supply-chain-image-registry", "msg": msg} if {
+warn contains msg if {
 	not is_sensitive
 	some judged in judged_containers
 	image := image_of(judged.container)

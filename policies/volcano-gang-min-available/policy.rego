@@ -22,7 +22,7 @@ tasks := object.get(obj.spec, "tasks", [])
 
 replicas := sum([object.get(task, "replicas", 0) | some task in tasks])
 
-deny contains {"rule": "volcano-gang-min-available", "msg": msg} if {
+deny contains msg if {
 	is_volcano_job
 	is_create
 	obj.spec.minAvailable > replicas
@@ -32,7 +32,7 @@ deny contains {"rule": "volcano-gang-min-available", "msg": msg} if {
 	)
 }
 
-deny contains {"rule": "volcano-gang-min-available", "msg": msg} if {
+deny contains msg if {
 	is_volcano_job
 	is_create
 	some task in tasks

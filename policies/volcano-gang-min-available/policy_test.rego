@@ -17,10 +17,10 @@ test_allows_min_available_equal_to_replicas if {
 
 test_denies_min_available_above_replicas if {
 	some violation in denials(job_with([{"op": "add", "path": "/request/object/spec/minAvailable", "value": 3}]))
-	contains(violation.msg, "minAvailable 3 exceeds its 2 replicas")
+	contains(violation, "minAvailable 3 exceeds its 2 replicas")
 }
 
 test_denies_task_min_available_above_its_replicas if {
 	some violation in denials(job_with([{"op": "add", "path": "/request/object/spec/tasks/0/minAvailable", "value": 2}]))
-	contains(violation.msg, "task t0 minAvailable 2 exceeds its 1 replicas")
+	contains(violation, "task t0 minAvailable 2 exceeds its 1 replicas")
 }

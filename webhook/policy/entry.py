@@ -1,5 +1,8 @@
 """The generated entry module: the union of every rule package's decisions, by explicit reference.
 
+Rules yield messages; the entry attaches each rule's id, derived from its package (the folder's
+name), so the id is written once. ``{"rule", "msg"}`` objects a rule yields itself pass through.
+
 ``policies/lib/main.rego`` (what OPA serves) iterates ``data.vgate.rules[_]``; regorus evaluates
 every rule of a package reached that way. The entry names each package's ``deny`` and ``warn``
 directly, and only where the package defines them (in an array, one undefined reference would
@@ -21,15 +24,21 @@ def entry(policy_set: PolicySet) -> tuple[str, str]:
 
 
 def entry_module(rules: dict[str, set[str]]) -> str:
-    """Rego gathering each package's ``deny``/``warn`` by name, as main.rego does for all of them.
+    """Rego gathering each package's ``deny``/``warn`` by name, with its rule id, as main.rego does.
 
     One comprehension over explicit references: regorus spends ~15 us per rule body and per
-    reference to an undefined rule, so this costs about half of one rule per package.
+    reference to an undefined rule, so this costs about half of one rule per package. The id is
+    the package's last name with dashes (``vgate.rules.security_privileged_container`` ->
+    ``security-privileged-container``), written here once for every rule.
     """
     def gather(kind: str) -> list[str]:
-        refs = [f"\t\tdata.{package}.{kind}," for package, kinds in sorted(rules.items()) if kind in kinds]
+        refs = [f'\t\t{{"rule": "{package.rsplit(".", 1)[1].replace("_", "-")}", "found": data.{package}.{kind}}},'
+                for package, kinds in sorted(rules.items()) if kind in kinds]
         return [f"{kind}_results := [", *refs, "]", "",
-                f"{kind} := [violation | some results in {kind}_results; some violation in results]", ""]
+                f"{kind} := [violation |", f"\tsome results in {kind}_results", "\tsome found in results.found",
+                "\tviolation := decision(results.rule, found)", "]", ""]
 
     return "\n".join([f"package {ENTRY_PACKAGE}", "", "import rego.v1", "", *gather("deny"), *gather("warn"),
-                      'result := {"deny": deny, "warn": warn}', ""])
+                      'result := {"deny": deny, "warn": warn}', "",
+                      'decision(rule, found) := {"rule": rule, "msg": found} if is_string(found)', "",
+                      "decision(_, found) := found if not is_string(found)", ""])
