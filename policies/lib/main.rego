@@ -11,13 +11,13 @@ package vgate.main
 import rego.v1
 
 deny contains decision(name, found) if {
-	some name, rule in data.vgate.rules
-	some found in rule.deny
+	some name
+	some found in data.vgate.rules[name].deny
 }
 
 warn contains decision(name, found) if {
-	some name, rule in data.vgate.rules
-	some found in rule.warn
+	some name
+	some found in data.vgate.rules[name].warn
 }
 
 result := {"deny": deny, "warn": warn}

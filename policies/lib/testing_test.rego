@@ -28,7 +28,8 @@ config := {
 	"gpu": {
 		"resources": ["nvidia.com/gpu"], "nodePoolLabel": "vgate.io/node-pool",
 		"nodePools": {"gpu-secure": "confidential", "gpu-shared": "general"},
-		"namespaceDomains": [{"namespaces": ["ml-inference"], "domain": "confidential"}, {"namespaces": ["*"], "domain": "general"}],
+		"namespaceDomains": [{"namespaces": ["ml-inference"], "domain": "confidential"}, {"namespaces": ["*"],
+			"domain": "general"}],
 	},
 	"tenancy": {
 		"dedicatedTaintKey": "dedicated",
@@ -53,7 +54,8 @@ compliant_spec := {
 		"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true",
 	},
 	"securityContext": {"runAsNonRoot": true, "runAsUser": 1000},
-	"containers": [{"name": "main", "image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+	"containers": [{"name": "main",
+		"image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
 }
 
 review(kind, operation, namespace, object) := {
@@ -74,7 +76,8 @@ pod(labels, spec) := review({"group": "", "version": "v1", "kind": "Pod"}, "CREA
 	"spec": spec,
 })
 
-job(labels, specs) := review({"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}, "CREATE", "ml-training", {
+job(labels, specs) := review({"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}, "CREATE",
+	"ml-training", {
 	"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
 	"metadata": {"name": "j", "namespace": "ml-training"},
 	"spec": {"tasks": [task |
@@ -88,7 +91,8 @@ as_update(r) := json.patch(r, [{"op": "replace", "path": "/request/operation", "
 # kubectl debug: an UPDATE of pods/ephemeralcontainers that adds `added` to a running pod (scheduled,
 # so spec.nodeName is set) whose ephemeral containers were `before`.
 debug(spec, before, added) := json.patch(
-	review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", running(spec, array.concat(before, added))),
+	review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", running(spec, array.concat(before,
+		added))),
 	[
 		{"op": "add", "path": "/request/subResource", "value": "ephemeralcontainers"},
 		{"op": "add", "path": "/request/oldObject", "value": running(spec, before)},
@@ -99,4 +103,18 @@ running(spec, ephemeral) := {
 	"apiVersion": "v1", "kind": "Pod",
 	"metadata": {"name": "p", "namespace": "ml-training"},
 	"spec": object.union(spec, {"nodeName": "node-1", "ephemeralContainers": ephemeral}),
+}
+
+# The deny (or warn) results of the rule package named `rule` ("security_privileged_container") for
+# `review`, under the test config or the `settings` given: every rule's tests use these.
+denials(rule, review) := result if {
+	result := data.vgate.rules[rule].deny with input as review with data.vgate.config as config
+}
+
+warnings(rule, review) := result if {
+	result := data.vgate.rules[rule].warn with input as review with data.vgate.config as config
+}
+
+denials_under(rule, review, settings) := result if {
+	result := data.vgate.rules[rule].deny with input as review with data.vgate.config as settings
 }

@@ -14,6 +14,7 @@ package vgate.rules.network_no_external
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.judged_specs

@@ -14,6 +14,7 @@ package vgate.rules.placement_encrypted_memory
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
@@ -26,7 +27,10 @@ deny contains msg if {
 	some judged in judged_specs
 	not runs_on_encrypted_memory(judged.spec)
 	msg := sprintf(
-		"%s is labelled %s but %s may run on a node without memory encryption: require one of the node labels %v with value \"true\" (nodeSelector or required node affinity), or set runtimeClassName to one of %v",
+		concat(" ", [
+			"%s is labelled %s but %s may run on a node without memory encryption: require one of the node labels",
+			"%v with value \"true\" (nodeSelector or required node affinity), or set runtimeClassName to one of %v",
+		]),
 		[obj.kind, sensitive_label, judged.where, placement.encryptedNodeLabels, placement.confidentialRuntimeClasses],
 	)
 }

@@ -15,15 +15,16 @@ package vgate.rules.placement_foreign_taint_toleration
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.first_for_namespace
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 
 taint_key := data.vgate.config.tenancy.dedicatedTaintKey
 
-tenant := first_for_namespace(data.vgate.config.tenancy.namespaceTenants).tenant
+tenant := first_for_namespace(data.vgate.config.tenancy.namespaceTenants, input.request.namespace).tenant
 
-tenant := "" if not first_for_namespace(data.vgate.config.tenancy.namespaceTenants)
+tenant := "" if not first_for_namespace(data.vgate.config.tenancy.namespaceTenants, input.request.namespace)
 
 crosses_tenants(toleration) if {
 	object.get(toleration, "key", "") == ""
@@ -46,7 +47,10 @@ deny contains msg if {
 	some toleration in object.get(judged.spec, "tolerations", [])
 	crosses_tenants(toleration)
 	msg := sprintf(
-		"%s: %s tolerates %v, which admits it to nodes dedicated to other tenants (namespace %q belongs to tenant %q): tolerate only %s=%s",
+		concat(" ", [
+			"%s: %s tolerates %v, which admits it to nodes dedicated to other",
+			"tenants (namespace %q belongs to tenant %q): tolerate only %s=%s",
+		]),
 		[obj.kind, judged.where, toleration, input.request.namespace, tenant, taint_key, tenant],
 	)
 }

@@ -15,6 +15,7 @@ package vgate.rules.placement_gpu_security_domain
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.first_for_namespace
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.judged_specs
@@ -23,7 +24,7 @@ import data.vgate.lib.workload.required_node_terms
 
 gpu := data.vgate.config.gpu
 
-domain := first_for_namespace(gpu.namespaceDomains).domain
+domain := first_for_namespace(gpu.namespaceDomains, input.request.namespace).domain
 
 domain_pools := sort([pool | some pool, pool_domain in gpu.nodePools; pool_domain == domain])
 
@@ -62,7 +63,10 @@ deny contains msg if {
 	judged.where in accelerated
 	not pinned_pools(judged.spec)
 	msg := sprintf(
-		"%s: %s requests accelerators %v but may land on a GPU pool of any security domain: pin one of %v with nodeSelector %s",
+		concat(" ", [
+			"%s: %s requests accelerators %v but may land on a GPU pool",
+			"of any security domain: pin one of %v with nodeSelector %s",
+		]),
 		[obj.kind, judged.where, gpu.resources, domain_pools, gpu.nodePoolLabel],
 	)
 }

@@ -1,53 +1,53 @@
-package vgate.rules.placement_gpu_security_domain_test
+package vgate.rules_test.placement_gpu_security_domain
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.placement_gpu_security_domain as rule
 
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
-
-gpu_spec(selector) := object.union(selector, {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]})
+gpu_spec(selector) := object.union(selector, {"containers": [{"name": "cuda",
+	"resources": {"limits": {"nvidia.com/gpu": "2"}}}]})
 
 test_allows_pool_of_own_domain if {
-	count(denials(testing.pod_in("ml-inference", {}, gpu_spec({"nodeSelector": {"vgate.io/node-pool": "gpu-secure"}})))) == 0
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("ml-inference", {},
+		gpu_spec({"nodeSelector": {"vgate.io/node-pool": "gpu-secure"}})))) == 0
 }
 
 test_denies_pool_of_another_domain if {
 	review := testing.pod_in("ml-inference", {}, gpu_spec({"nodeSelector": {"vgate.io/node-pool": "gpu-shared"}}))
-	some violation in denials(review)
+	some violation in testing.denials("placement_gpu_security_domain", review)
 	contains(violation, `node pools ["gpu-shared"] outside security domain "confidential"`)
 }
 
 test_denies_unpinned_gpu_pod if {
-	some violation in denials(testing.pod_in("web", {}, gpu_spec({})))
+	some violation in testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, gpu_spec({})))
 	contains(violation, `pin one of ["gpu-shared"]`)
 }
 
 test_an_amount_that_is_not_a_plain_number_still_counts if {
 	spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "1k"}}}]}
-	count(denials(testing.pod_in("web", {}, spec))) == 1
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 1
 }
 
 test_zero_accelerators_is_no_request if {
 	spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "0"}}}]}
-	count(denials(testing.pod_in("web", {}, spec))) == 0
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 0
 }
 
 test_denies_affinity_allowing_a_foreign_pool if {
 	expression := {"key": "vgate.io/node-pool", "operator": "In", "values": ["gpu-secure", "gpu-shared"]}
-	spec := gpu_spec({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}})
-	count(denials(testing.pod_in("ml-inference", {}, spec))) == 1
+	spec := gpu_spec({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+		"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}})
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("ml-inference", {}, spec))) == 1
 }
 
 test_allows_affinity_within_the_domain if {
 	expression := {"key": "vgate.io/node-pool", "operator": "In", "values": ["gpu-shared"]}
-	spec := gpu_spec({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}})
-	count(denials(testing.pod_in("web", {}, spec))) == 0
+	spec := gpu_spec({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+		"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}})
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 0
 }
 
 test_ignores_pods_without_accelerators if {
-	count(denials(testing.pod_in("ml-inference", {}, {"containers": [{"name": "cpu"}]}))) == 0
+	count(testing.denials("placement_gpu_security_domain", testing.pod_in("ml-inference", {},
+		{"containers": [{"name": "cpu"}]}))) == 0
 }

@@ -14,6 +14,7 @@ package vgate.rules.placement_single_zone
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
@@ -53,7 +54,10 @@ deny contains msg if {
 	some name, found in template_zones
 	count(found) != 1
 	msg := sprintf(
-		"%s is labelled %s but %s is pinned to %d zones %v: pin it to exactly one with nodeSelector %s or a required node affinity (operator In, one value)",
+		concat(" ", [
+			"%s is labelled %s but %s is pinned to %d zones %v: pin it to exactly one",
+			"with nodeSelector %s or a required node affinity (operator In, one value)",
+		]),
 		[obj.kind, sensitive_label, name, count(found), sort(found), zone_label],
 	)
 }

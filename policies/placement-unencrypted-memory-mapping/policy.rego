@@ -14,6 +14,7 @@ package vgate.rules.placement_unencrypted_memory_mapping
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_specs
@@ -33,10 +34,12 @@ deny contains msg if {
 }
 
 memory_uses(spec) := array.concat(
-	[sprintf("emptyDir %s (medium: Memory)", [v.name]) | some v in object.get(spec, "volumes", []); v.emptyDir.medium == "Memory"],
+	[sprintf("emptyDir %s (medium: Memory)", [v.name]) | some v in object.get(spec, "volumes",
+		[]); v.emptyDir.medium == "Memory"],
 	[sprintf("%s in container %s", [resource, c.name]) |
 		some c in containers(spec)
-		some resource, _ in object.union(object.get(c, ["resources", "requests"], {}), object.get(c, ["resources", "limits"], {}))
+		some resource, _ in object.union(object.get(c, ["resources", "requests"], {}), object.get(c, ["resources",
+			"limits"], {}))
 		startswith(resource, "hugepages-")
 	],
 )

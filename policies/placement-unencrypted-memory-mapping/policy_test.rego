@@ -1,39 +1,34 @@
-package vgate.rules.placement_unencrypted_memory_mapping_test
+package vgate.rules_test.placement_unencrypted_memory_mapping
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.placement_unencrypted_memory_mapping as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
 
 memory_volume := {"name": "shm", "emptyDir": {"medium": "Memory"}}
 
 test_denies_dev_mem_for_any_workload if {
 	spec := {"volumes": [{"name": "mem", "hostPath": {"path": "/dev/mem"}}]}
-	some violation in denials(testing.pod({}, spec))
+	some violation in testing.denials("placement_unencrypted_memory_mapping", testing.pod({}, spec))
 	contains(violation, "maps the node's memory device /dev/mem")
 }
 
 test_denies_memory_volume_of_sensitive_pod_off_encrypted_nodes if {
 	spec := {"nodeSelector": {"topology.kubernetes.io/zone": "a"}, "volumes": [memory_volume]}
-	some violation in denials(testing.pod(testing.sensitive, spec))
+	some violation in testing.denials("placement_unencrypted_memory_mapping", testing.pod(testing.sensitive, spec))
 	contains(violation, "emptyDir shm (medium: Memory)")
 }
 
 test_denies_hugepages_of_sensitive_pod_off_encrypted_nodes if {
 	spec := {"containers": [{"name": "dpdk", "resources": {"limits": {"hugepages-2Mi": "1Gi"}}}]}
-	some violation in denials(testing.pod(testing.sensitive, spec))
+	some violation in testing.denials("placement_unencrypted_memory_mapping", testing.pod(testing.sensitive, spec))
 	contains(violation, "hugepages-2Mi in container dpdk")
 }
 
 test_allows_memory_volume_on_encrypted_nodes if {
 	spec := object.union(testing.compliant_spec, {"volumes": [memory_volume]})
-	count(denials(testing.pod(testing.sensitive, spec))) == 0
+	count(testing.denials("placement_unencrypted_memory_mapping", testing.pod(testing.sensitive, spec))) == 0
 }
 
 test_allows_memory_volume_of_ordinary_workloads if {
-	count(denials(testing.pod({}, {"volumes": [memory_volume]}))) == 0
+	count(testing.denials("placement_unencrypted_memory_mapping", testing.pod({}, {"volumes": [memory_volume]}))) == 0
 }

@@ -13,6 +13,7 @@ package vgate.rules.resources_memory_limit_cap
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.named_queue
 import data.vgate.lib.workload.obj

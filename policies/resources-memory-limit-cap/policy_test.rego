@@ -1,28 +1,24 @@
-package vgate.rules.resources_memory_limit_cap_test
+package vgate.rules_test.resources_memory_limit_cap
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.resources_memory_limit_cap as rule
 
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
-
-with_limit(queue, limit) := json.patch(testing.pod({}, {"containers": [{"name": "a", "resources": {"limits": {"memory": limit}}}]}), [{
+with_limit(queue, limit) := json.patch(testing.pod({}, {"containers": [{"name": "a",
+	"resources": {"limits": {"memory": limit}}}]}), [{
 	"op": "add", "path": "/request/object/metadata/annotations",
 	"value": {"scheduling.volcano.sh/queue-name": queue},
 }])
 
 test_denies_limit_above_cap if {
-	some violation in denials(with_limit("training", "65Gi"))
+	some violation in testing.denials("resources_memory_limit_cap", with_limit("training", "65Gi"))
 	contains(violation, `memory limit 65Gi, above queue "training"'s cap of 64Gi`)
 }
 
 test_allows_limit_at_cap_in_other_units if {
-	count(denials(with_limit("training", "65536Mi"))) == 0
+	count(testing.denials("resources_memory_limit_cap", with_limit("training", "65536Mi"))) == 0
 }
 
 test_ignores_queues_without_cap if {
-	count(denials(with_limit("default", "2Ti"))) == 0
+	count(testing.denials("resources_memory_limit_cap", with_limit("default", "2Ti"))) == 0
 }

@@ -14,6 +14,7 @@ package vgate.rules.resources_memory_limits_required
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.named_queue

@@ -1,13 +1,8 @@
-package vgate.rules.resources_memory_limits_required_test
+package vgate.rules_test.resources_memory_limits_required
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.resources_memory_limits_required as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
 
 queued(queue, spec) := json.patch(testing.pod({}, spec), [{
 	"op": "add", "path": "/request/object/metadata/annotations",
@@ -15,15 +10,17 @@ queued(queue, spec) := json.patch(testing.pod({}, spec), [{
 }])
 
 test_denies_missing_limit_in_guaranteed_queue if {
-	spec := {"initContainers": [{"name": "init"}], "containers": [{"name": "a", "resources": {"limits": {"memory": "1Gi"}}}]}
-	some violation in denials(queued("training", spec))
+	spec := {"initContainers": [{"name": "init"}], "containers": [{"name": "a",
+		"resources": {"limits": {"memory": "1Gi"}}}]}
+	some violation in testing.denials("resources_memory_limits_required", queued("training", spec))
 	contains(violation, `containers ["init"] of pod have no memory limit, but queue "training" runs Guaranteed`)
 }
 
 test_allows_limits_everywhere if {
-	count(denials(queued("training", {"containers": [{"name": "a", "resources": {"limits": {"memory": "1Gi"}}}]}))) == 0
+	count(testing.denials("resources_memory_limits_required", queued("training", {"containers": [{"name": "a",
+		"resources": {"limits": {"memory": "1Gi"}}}]}))) == 0
 }
 
 test_ignores_queues_without_a_class if {
-	count(denials(queued("default", {"containers": [{"name": "a"}]}))) == 0
+	count(testing.denials("resources_memory_limits_required", queued("default", {"containers": [{"name": "a"}]}))) == 0
 }

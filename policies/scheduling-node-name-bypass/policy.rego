@@ -13,6 +13,7 @@ package vgate.rules.scheduling_node_name_bypass
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 
@@ -21,7 +22,10 @@ deny contains msg if {
 	node := object.get(judged.spec, "nodeName", "")
 	node != ""
 	msg := sprintf(
-		"%s: %s sets spec.nodeName %q, which bypasses the scheduler and its queue: remove nodeName and use nodeSelector or node affinity",
+		concat(" ", [
+			"%s: %s sets spec.nodeName %q, which bypasses the scheduler and",
+			"its queue: remove nodeName and use nodeSelector or node affinity",
+		]),
 		[obj.kind, judged.where, node],
 	)
 }

@@ -16,6 +16,7 @@ package vgate.rules.scheduling_priority_class_allowed
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_create
 import data.vgate.lib.workload.named_queue
 import data.vgate.lib.workload.obj

@@ -1,13 +1,8 @@
-package vgate.rules.scheduling_priority_class_allowed_test
+package vgate.rules_test.scheduling_priority_class_allowed
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.scheduling_priority_class_allowed as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
 
 in_queue(queue, class) := json.patch(testing.pod({}, {"priorityClassName": class}), [{
 	"op": "add", "path": "/request/object/metadata/annotations",
@@ -15,28 +10,28 @@ in_queue(queue, class) := json.patch(testing.pod({}, {"priorityClassName": class
 }])
 
 test_allows_a_class_in_the_allowed_list if {
-	count(denials(in_queue("training", "vgate-normal"))) == 0
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("training", "vgate-normal"))) == 0
 }
 
 test_denies_a_class_outside_the_allowed_list if {
-	some violation in denials(in_queue("training", "vgate-critical"))
+	some violation in testing.denials("scheduling_priority_class_allowed", in_queue("training", "vgate-critical"))
 	contains(violation, `queue "training" uses priority class "vgate-critical"`)
 }
 
 test_queue_without_list_allows_only_its_own_class if {
-	count(denials(in_queue("default", "vgate-normal"))) == 0
-	count(denials(in_queue("default", "vgate-high"))) == 1
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("default", "vgate-normal"))) == 0
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("default", "vgate-high"))) == 1
 }
 
 test_unknown_queues_are_left_to_the_queue_rule if {
-	count(denials(in_queue("nope", "anything"))) == 0
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("nope", "anything"))) == 0
 }
 
 test_kubernetes_system_classes_are_never_denied if {
-	count(denials(in_queue("training", "system-node-critical"))) == 0
-	count(denials(in_queue("default", "system-cluster-critical"))) == 0
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("training", "system-node-critical"))) == 0
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("default", "system-cluster-critical"))) == 0
 }
 
 test_a_class_named_like_a_system_class_is_judged if {
-	count(denials(in_queue("training", "system-node-critical-2"))) == 1
+	count(testing.denials("scheduling_priority_class_allowed", in_queue("training", "system-node-critical-2"))) == 1
 }

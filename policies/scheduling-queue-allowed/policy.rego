@@ -17,6 +17,7 @@ package vgate.rules.scheduling_queue_allowed
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_create
 import data.vgate.lib.workload.is_pod
 import data.vgate.lib.workload.is_pod_group

@@ -1,13 +1,8 @@
-package vgate.rules.scheduling_queue_allowed_test
+package vgate.rules_test.scheduling_queue_allowed
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.scheduling_queue_allowed as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
 
 pod_in_queue(queue) := json.patch(testing.pod({}, {}), [{
 	"op": "add", "path": "/request/object/metadata/annotations",
@@ -15,36 +10,44 @@ pod_in_queue(queue) := json.patch(testing.pod({}, {}), [{
 }])
 
 test_allows_queue_allowed_for_the_namespace if {
-	count(denials(pod_in_queue("training"))) == 0
+	count(testing.denials("scheduling_queue_allowed", pod_in_queue("training"))) == 0
 }
 
 test_allows_queue_open_to_every_namespace if {
-	count(denials(pod_in_queue("default"))) == 0
+	count(testing.denials("scheduling_queue_allowed", pod_in_queue("default"))) == 0
 }
 
 test_allows_pod_without_queue if {
-	count(denials(testing.pod({}, {}))) == 0
+	count(testing.denials("scheduling_queue_allowed", testing.pod({}, {}))) == 0
 }
 
 test_denies_unknown_queue if {
-	some violation in denials(pod_in_queue("gpu-premium"))
+	some violation in testing.denials("scheduling_queue_allowed", pod_in_queue("gpu-premium"))
 	contains(violation, `queue "gpu-premium", which the gateway does not know`)
 	contains(violation, "mapped in queues.byNamespace")
 }
 
 test_denies_queue_of_another_namespace if {
 	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace", "value": "web"}])
-	some violation in denials(review)
+	some violation in testing.denials("scheduling_queue_allowed", review)
 	contains(violation, `namespace "web" names Volcano queue "training"`)
 	contains(violation, `["default"]`)
 }
 
 test_allows_namespace_matching_a_glob if {
-	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace", "value": "research-nlp"}])
-	count(denials(review)) == 0
+	review := json.patch(pod_in_queue("training"), [{"op": "replace", "path": "/request/namespace",
+		"value": "research-nlp"}])
+	count(testing.denials("scheduling_queue_allowed", review)) == 0
 }
 
 test_denies_volcano_job_spec_queue if {
 	review := json.patch(testing.job({}, [{}]), [{"op": "add", "path": "/request/object/spec/queue", "value": "nope"}])
-	count(denials(review)) == 1
+	count(testing.denials("scheduling_queue_allowed", review)) == 1
+}
+
+test_denies_a_pod_group_naming_an_unknown_queue if {
+	kind := {"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "PodGroup"}
+	group := {"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ml-training"}, "spec": {"queue": "gpu-premium"}}
+	some violation in testing.denials("scheduling_queue_allowed", testing.review(kind, "CREATE", "ml-training", group))
+	contains(violation, `PodGroup names Volcano queue "gpu-premium"`)
 }

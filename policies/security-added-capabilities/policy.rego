@@ -13,6 +13,7 @@ package vgate.rules.security_added_capabilities
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
 
@@ -27,7 +28,10 @@ deny contains msg if {
 	extra := added - allowed
 	count(extra) > 0
 	msg := sprintf(
-		"%s: container %s of %s adds capabilities %v; only %v may be added: remove the others from securityContext.capabilities.add",
+		concat(" ", [
+			"%s: container %s of %s adds capabilities %v; only %v may be",
+			"added: remove the others from securityContext.capabilities.add",
+		]),
 		[obj.kind, judged.container.name, judged.where, sort(extra), sort(allowed)],
 	)
 }

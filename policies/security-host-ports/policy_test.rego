@@ -1,21 +1,16 @@
-package vgate.rules.security_host_ports_test
+package vgate.rules_test.security_host_ports
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.security_host_ports as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
 
 test_denies_host_port if {
 	spec := testing.container_spec([{"op": "add", "path": "/ports", "value": [{"containerPort": 80, "hostPort": 8080}]}])
-	some violation in denials(testing.pod({}, spec))
+	some violation in testing.denials("security_host_ports", testing.pod({}, spec))
 	contains(violation, "opens host ports [8080]")
 }
 
 test_allows_container_port_and_zero_host_port if {
 	spec := testing.container_spec([{"op": "add", "path": "/ports", "value": [{"containerPort": 80, "hostPort": 0}]}])
-	count(denials(testing.pod({}, spec))) == 0
+	count(testing.denials("security_host_ports", testing.pod({}, spec))) == 0
 }

@@ -13,6 +13,7 @@ package vgate.rules.security_hostpath_volume
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.memory_devices
 import data.vgate.lib.workload.obj

@@ -14,12 +14,14 @@ package vgate.rules.security_privilege_escalation_root
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.obj
 
 # What each container runs with, its own securityContext over the pod's: effective[i] is that of
 # judged_containers[i], computed once per evaluation for the three rules below.
-effective := [object.union(object.get(judged.spec, "securityContext", {}), object.get(judged.container, "securityContext", {})) |
+effective := [object.union(object.get(judged.spec, "securityContext", {}), object.get(judged.container,
+	"securityContext", {})) |
 	some judged in judged_containers
 ]
 

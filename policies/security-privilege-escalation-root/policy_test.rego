@@ -1,17 +1,8 @@
-package vgate.rules.security_privilege_escalation_root_test
+package vgate.rules_test.security_privilege_escalation_root
 
 import rego.v1
 
 import data.vgate.lib.testing
-import data.vgate.rules.security_privilege_escalation_root as rule
-
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
-
-warnings(review) := result if {
-	result := rule.warn with input as review with data.vgate.config as testing.config
-}
 
 with_context(pod_context, container_context) := testing.pod({}, {
 	"securityContext": pod_context,
@@ -19,20 +10,22 @@ with_context(pod_context, container_context) := testing.pod({}, {
 })
 
 test_denies_explicit_privilege_escalation if {
-	some violation in denials(with_context({}, {"allowPrivilegeEscalation": true}))
+	some violation in testing.denials("security_privilege_escalation_root", with_context({},
+		{"allowPrivilegeEscalation": true}))
 	contains(violation, "allowPrivilegeEscalation: true")
 }
 
 test_denies_root_from_the_pod_context if {
-	some violation in denials(with_context({"runAsUser": 0}, {}))
+	some violation in testing.denials("security_privilege_escalation_root", with_context({"runAsUser": 0}, {}))
 	contains(violation, "runs as uid 0")
 }
 
 test_container_context_overrides_the_pod if {
-	count(denials(with_context({"runAsUser": 0}, {"runAsUser": 1000, "runAsNonRoot": true}))) == 0
+	count(testing.denials("security_privilege_escalation_root", with_context({"runAsUser": 0}, {"runAsUser": 1000,
+		"runAsNonRoot": true}))) == 0
 }
 
 test_warns_without_run_as_non_root if {
-	count(warnings(with_context({}, {}))) == 1
-	count(warnings(with_context({"runAsNonRoot": true}, {}))) == 0
+	count(testing.warnings("security_privilege_escalation_root", with_context({}, {}))) == 1
+	count(testing.warnings("security_privilege_escalation_root", with_context({"runAsNonRoot": true}, {}))) == 0
 }

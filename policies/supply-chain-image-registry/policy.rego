@@ -14,6 +14,7 @@ package vgate.rules.supply_chain_image_registry
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.image_of
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_containers

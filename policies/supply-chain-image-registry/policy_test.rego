@@ -1,24 +1,16 @@
-package vgate.rules.supply_chain_image_registry_test
+package vgate.rules_test.supply_chain_image_registry
 
 import rego.v1
 
 import data.vgate.lib.testing
 import data.vgate.rules.supply_chain_image_registry as rule
 
-denials(review) := result if {
-	result := rule.deny with input as review with data.vgate.config as testing.config
-}
-
-warnings(review) := result if {
-	result := rule.warn with input as review with data.vgate.config as testing.config
-}
-
 running(labels, image) := testing.pod(labels, {"containers": [{"name": "app", "image": image}]})
 
 digest := "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 test_denies_registry_not_allowed if {
-	some violation in denials(running({}, "docker.io/library/nginx:1.27"))
+	some violation in testing.denials("supply_chain_image_registry", running({}, "docker.io/library/nginx:1.27"))
 	contains(violation, `image "docker.io/library/nginx:1.27" from a registry not allowed`)
 }
 
@@ -29,23 +21,24 @@ test_any_registry_when_the_list_is_empty if {
 }
 
 test_denies_sensitive_image_without_digest if {
-	some violation in denials(running(testing.sensitive, "registry.example.com/app:1.0"))
+	some violation in testing.denials("supply_chain_image_registry", running(testing.sensitive,
+		"registry.example.com/app:1.0"))
 	contains(violation, "without a digest")
 }
 
 test_allows_sensitive_image_with_digest if {
-	count(denials(running(testing.sensitive, digest))) == 0
+	count(testing.denials("supply_chain_image_registry", running(testing.sensitive, digest))) == 0
 }
 
 test_warns_on_latest_and_untagged_but_not_on_registry_ports if {
-	count(warnings(running({}, "registry.example.com/app:latest"))) == 1
-	count(warnings(running({}, "registry.example.com/app"))) == 1
-	count(warnings(running({}, "registry.example.com:5000/app:2.1"))) == 0
-	count(denials(running({}, "registry.example.com/app:latest"))) == 0
+	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com/app:latest"))) == 1
+	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com/app"))) == 1
+	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com:5000/app:2.1"))) == 0
+	count(testing.denials("supply_chain_image_registry", running({}, "registry.example.com/app:latest"))) == 0
 }
 
 test_denies_an_ephemeral_container_from_another_registry if {
 	added := [{"name": "debugger", "image": "docker.io/nicolaka/netshoot:latest"}]
-	some violation in denials(testing.debug(testing.container_spec([]), [], added))
+	some violation in testing.denials("supply_chain_image_registry", testing.debug(testing.container_spec([]), [], added))
 	contains(violation, "debugger")
 }

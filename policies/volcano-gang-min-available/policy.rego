@@ -14,6 +14,7 @@ package vgate.rules.volcano_gang_min_available
 
 import rego.v1
 
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_create
 import data.vgate.lib.workload.is_volcano_job
 import data.vgate.lib.workload.obj
@@ -27,7 +28,10 @@ deny contains msg if {
 	is_create
 	obj.spec.minAvailable > replicas
 	msg := sprintf(
-		"Job minAvailable %d exceeds its %d replicas in all tasks, so the gang can never start: lower minAvailable or add replicas",
+		concat(" ", [
+			"Job minAvailable %d exceeds its %d replicas in all tasks, so",
+			"the gang can never start: lower minAvailable or add replicas",
+		]),
 		[obj.spec.minAvailable, replicas],
 	)
 }

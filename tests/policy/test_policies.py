@@ -59,7 +59,7 @@ def test_vgate_test_fails_on_a_broken_rule_and_says_where(tmp_path):
     rule.write_text(rule.read_text().replace("count(found) != 1", "count(found) > 1"))
     result = vgate_test(str(policies))
     assert result.returncode == 1
-    assert (f"FAIL data.vgate.rules.placement_single_zone_test.test_denies_sensitive_pod_without_zone "
+    assert (f"FAIL data.vgate.rules_test.placement_single_zone.test_denies_sensitive_pod_without_zone "
             f"({policies}/placement-single-zone/policy_test.rego:") in result.stdout
     assert "FAIL sample" in result.stdout and "denied-pod-two-zones.yaml" in result.stdout
 
