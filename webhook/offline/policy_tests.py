@@ -10,7 +10,6 @@ the rule id), and the RVM that serves requests must decide it as the interpreter
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,9 @@ from ..core.config import Config
 from ..core.contract import EngineInput
 from ..core.errors import EvaluationError
 from ..policy.regorus_engine import RegorusEngine, compile_engine, policy_error
-from ..policy.sources import load_policy_set, package_of
+from ..policy.sources import load_policy_set, package_of, test_rules
 from .admit import admit, review_for
 from .chain.model import Cluster
-
-_TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -57,9 +54,8 @@ def run_unit_tests(policy_dir: str | Path, config: Config) -> tuple[list[UnitTes
         package = package_of(text)
         if not path.endswith("_test.rego") or package is None:
             continue
-        for match in _TEST_RULE.finditer(text):
-            rule = f"data.{package}.{match.group(1)}"
-            line = text.count("\n", 0, match.start()) + 1
+        for name, line in test_rules(text):
+            rule = f"data.{package}.{name}"
             results.append(_run_one(engine, rule, path, line))
     coverage = {}
     for entry in json.loads(engine.get_coverage_report_as_json())["files"]:

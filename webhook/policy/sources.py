@@ -22,6 +22,7 @@ from ..core.errors import PolicyError
 PACKAGE_LINE = re.compile(r"^package\s+([\w.]+)", re.MULTILINE)
 _DECISION_HEAD = re.compile(r"^(deny|warn)\s+contains\b", re.MULTILINE)
 _RULE_PACKAGE = re.compile(r"^vgate\.rules\.\w+$")
+_TEST_RULE = re.compile(r"^(test_\w+)\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,11 @@ def decision_rules(policy_set: PolicySet) -> dict[str, set[str]]:
         if package and _RULE_PACKAGE.match(package) and not package.endswith("_test"):
             found.setdefault(package, set()).update(_DECISION_HEAD.findall(text))
     return found
+
+
+def test_rules(text: str) -> list[tuple[str, int]]:
+    """The unit tests (``test_*`` rules) of a ``*_test.rego`` file, with their lines, as `opa test` finds them."""
+    return [(match.group(1), text.count("\n", 0, match.start()) + 1) for match in _TEST_RULE.finditer(text)]
 
 
 def policy_metadata(path: str | Path) -> dict[str, Any]:
