@@ -33,7 +33,9 @@ def segments(directory: str | Path, first_hour: str | None = None, last_hour: st
     found = []
     for path in Path(directory).glob("decisions-*.jsonl"):
         match = SEGMENT.match(path.name)
-        if match and (first_hour is None or match["hour"] >= first_hour) and (last_hour is None or match["hour"] <= last_hour):
+        in_range = match and (first_hour is None or match["hour"] >= first_hour) and (
+            last_hour is None or match["hour"] <= last_hour)
+        if match and in_range:
             found.append((match["writer"], match["hour"], path))
     yield from (path for _, _, path in sorted(found))
 
