@@ -31,6 +31,7 @@ def test_shipped_example_config_loads():
     ("queues:\n  bySelector:\n    - queue: nope\n      selector: {}\n", 3, "queue 'nope' is not in queues/definitions"),
     ("queues:\n  byNamespace: {team-a: gpu}\n  definitions:\n    default: {}\n    gpu: {namespaces: [team-b]}\n",
      2, "namespace 'team-a' may not use queue 'gpu'"),
+    ("reports:\n  retentionDays: 183\n", 2, "183 is less than the minimum of 184"),
     ("- a list\n", 1, "must be a mapping"),
     ("a: [1,\n", 2, "invalid YAML"),
 ])
