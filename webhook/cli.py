@@ -10,10 +10,12 @@ import logging
 import os
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 
+from .audit.verify import Finding
 from .core import hours
 from .core.errors import SourceError
 from .server.certs import CertPaths, ca_bundle, write_certs
@@ -192,25 +194,46 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
               help="Policies whose METADATA maps rules to severities and MLPS controls.")
-def report(hour_text: str, config_path: str | None, policy_dir: str) -> None:
-    """Write (or rebuild) the signed compliance report of one hour under reports/YYYY/MM/DD/HH/."""
+@click.option("--reissue", is_flag=True, help="Write a new version of an hour already signed; the old one is kept.")
+@click.option("--reason", help="Why the hour is reissued (required with --reissue; recorded in the report).")
+@click.option("--new-key", is_flag=True, help="Create the report key (and .pub) if it does not exist yet.")
+def report(hour_text: str, config_path: str | None, policy_dir: str, reissue: bool, reason: str | None,
+           new_key: bool) -> None:
+    """Write the signed compliance report of one closed hour under reports/YYYY/MM/DD/HH/.
+
+    Exit 0 written, 1 refused (the hour is signed already, another writer published it, no key),
+    2 bad usage (an hour not closed yet, or in the future).
+    """
     from .core.config import load_config
     from .core.hours import from_label as parse_hour
     from .reports.build import build_report
+    from .reports.closed_hours import NotReportable
     from .reports.keys import ensure_key, public_key_path
 
     try:
         hour = parse_hour(hour_text)
     except ValueError:
         raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
+    if reissue != (reason is not None):
+        raise click.UsageError("--reissue and --reason go together: say why a signed hour is written again")
     try:
         document = load_config(config_path).document
     except SourceError as error:
         raise click.ClickException(str(error)) from None
-    key = document["reports"]["key"]
-    if ensure_key(key):
+    key = Path(document["reports"]["key"])
+    if new_key and ensure_key(key):
         click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
-    out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key)
+    if not key.is_file():
+        raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
+    try:
+        out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key,
+                           now=datetime.now(timezone.utc), reissue_reason=reason)
+    except NotReportable as refusal:
+        click.echo(f"Error: {refusal}", err=True)
+        sys.exit(2 if refusal.usage else 1)
+    except OSError as error:
+        raise click.ClickException(f"{error.filename or document['reports']['dir']}: cannot write the report: "
+                                   f"{error.strerror or error}") from None
     click.echo(str(out))
 
 
@@ -237,17 +260,21 @@ def _hour(value: str | None) -> str | None:
 @click.option("--to", "last", help="Last hour to check, inclusive.")
 @click.option("--reports", type=click.Path(file_okay=False),
               help="Reports directory. Default: reports.dir of the config.")
+@click.option("--pubkey", type=click.Path(dir_okay=False),
+              help="The report public key you hold. Without it, the key beside the reports is trusted (and said so).")
 def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
-                 reports: str | None) -> None:
-    """Check the decision log's hash chains and every report's checksums, signature and chain link.
+                 reports: str | None, pubkey: str | None) -> None:
+    """Check the decision log's hash chains, and every report: checksums, signature, the log it
+    signed, its link to the previous hour, and that every closed hour has one.
 
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
     from .audit.verify import verify_segments
     from .core.config import load_config
     from .core.hours import from_label as parse_hour
+    from .reports.closed_hours import last_closed_hour
     from .reports.keys import public_key_path
-    from .reports.verify import verify_reports
+    from .reports.verify import reports_expected
 
     try:
         document = load_config(config_path).document
@@ -257,16 +284,34 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     if not Path(directory).is_dir():
         raise click.ClickException(f"{directory}: no decision log directory")
     good, findings = verify_segments(directory, _hour(first), _hour(last))
-    reports_dir, public_key = Path(reports or document["reports"]["dir"]), public_key_path(document["reports"]["key"])
-    if reports_dir.is_dir() and any(reports_dir.glob("*/*/*/*/SHA256SUMS")):
-        if not public_key.is_file():
-            raise click.ClickException(f"{public_key}: the report public key is needed to check signatures")
-        findings += verify_reports(reports_dir, public_key, parse_hour(first) if first else None,
-                                   parse_hour(last) if last else None)
+    reports_dir = Path(reports or document["reports"]["dir"])
+    public_key = Path(pubkey) if pubkey else public_key_path(document["reports"]["key"])
+    until = parse_hour(last) if last else last_closed_hour(datetime.now(timezone.utc))
+    if reports_expected(reports_dir, directory, until) or pubkey:
+        findings += _verify_reports(reports_dir, public_key, bool(pubkey), first, last, directory, until)
     for finding in findings:
         click.echo(str(finding))
     click.echo(f"{good} records verified, {len(findings)} problems")
     sys.exit(1 if findings else 0)
+
+
+def _verify_reports(reports_dir: Path, public_key: Path, given: bool, first: str | None, last: str | None,
+                    directory: str, until: datetime) -> list[Finding]:
+    """Check the reports against a public key: the one given (--pubkey), or the one beside them, said so."""
+    from .core.hours import from_label as parse_hour
+    from .reports.keys import load_public_key
+    from .reports.verify import fingerprint, verify_reports
+
+    if not public_key.is_file():
+        raise click.ClickException(f"{public_key}: the report public key is needed to check reports (--pubkey)")
+    try:
+        key_id = fingerprint(load_public_key(public_key))
+    except ValueError as error:
+        raise click.ClickException(f"{public_key}: {error}") from None
+    trust = "the key you gave" if given else "the key beside the reports, trusted: pass --pubkey with the key you hold"
+    click.echo(f"report key {public_key} {key_id} ({trust})")
+    return verify_reports(reports_dir, public_key, parse_hour(first) if first else None,
+                          parse_hour(last) if last else None, audit_dir=directory, until=until)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from webhook.audit.log import DecisionLog
 from webhook.reports.build import build_report
@@ -40,7 +40,7 @@ def test_html_report_renders_without_console_messages_or_requests(tmp_path):
     key = tmp_path / "report.key"
     ensure_key(key)
     hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    out = build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key)
+    out = build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key, now=hour + timedelta(hours=2))
     page = f"file://{out / 'report.html'}"
     dom = chromium("--dump-dom", page)
     assert dom.returncode == 0, dom.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,8 +27,10 @@ def crd_validator(filename: str, version: str) -> jsonschema.Draft4Validator:
     return jsonschema.Draft4Validator(schema)
 
 
-def vgate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*VGATE, *args], capture_output=True, text=True, timeout=120)
+def vgate(*args: str, later: str | None = None) -> subprocess.CompletedProcess:
+    """The vgate command; with ``later`` (e.g. "+2 hours") run under faketime, at another wall-clock time."""
+    clock = ["faketime", later] if later else []
+    return subprocess.run([*clock, *VGATE, *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -53,11 +56,13 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     document = yaml.safe_load(server.config_path.read_text())
     document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")}
     config.write_text(yaml.safe_dump(document))
-    result = vgate(
-        "report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--policies", str(POLICIES)
-    )
+    early = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--new-key")
+    assert early.returncode == 2 and "has not closed yet" in early.stderr  # the hour is still open now
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").rglob("SHA256SUMS"))
+    result = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--policies",
+                   str(POLICIES), later="+2 hours")
     assert result.returncode == 0, result.stderr
-    assert "created report key" in result.stderr
+    assert "created report key" in early.stderr
     out = Path(result.stdout.strip())
     assert out == tmp_path / "reports" / hour.strftime("%Y/%m/%d/%H")
     report = json.loads((out / "report.json").read_text())
@@ -69,7 +74,7 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     node_name = next(r for r in report["perRule"] if r["id"] == "scheduling-node-name-bypass")
     assert node_name["deny"] >= 1 and node_name["control"].startswith("MLPS 2.0 (GB/T 22239-2019) 8.1.4.2")
     assert any(c["control"].endswith("8.1.4.3 security audit") for c in report["controls"])
-    assert all(segment.endswith(f"{tag}.jsonl") for segment in report["segments"])
+    assert all(segment["file"].endswith(f"{tag}.jsonl") for segment in report["segments"])
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert len(rows) == len(in_hour) and {r["uid"] for r in rows} >= {"report-denied", "report-mutated"}
     crd_validator("openreports.io_clusterreports.yaml", "v1alpha1").validate(
@@ -138,7 +143,8 @@ def test_a_forged_signature_is_found(tmp_path, setup):
 
 def test_a_replaced_predecessor_and_a_missing_hour_are_found(tmp_path, setup):
     reports, key, hours = chain(tmp_path, setup, hours=4)
-    build_report(hours[0], tmp_path / "no-audit", reports, POLICIES, key)  # rebuilt: hours[1] links the old one
+    shutil.rmtree(hour_directory(reports, hours[0]))  # an insider with the key replaces a signed hour
+    build_report(hours[0], tmp_path / "no-audit", reports, POLICIES, key)  # hours[1] links the old one
     for name in (
         "SHA256SUMS",
         "SHA256SUMS.sig",
@@ -162,7 +168,7 @@ def test_two_replicas_sharing_volumes_get_one_merged_report(tmp_path, setup, sta
         first.post("/validate", review(pod(), uid=f"a{n}"))
         second.post("/validate", review(pod(), uid=f"b{n}"))
     hour = current_hour()
-    out = build_report(hour, shared, reports, POLICIES, key)
+    out = build_report(hour, shared, reports, POLICIES, key, now=hour + timedelta(hours=2))
     report = json.loads((out / "report.json").read_text())
     assert len(report["segments"]) == 2
     assert report["totals"]["decisions"] >= 6

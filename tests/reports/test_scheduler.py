@@ -11,7 +11,7 @@ from pathlib import Path
 from webhook.core.config import load_config
 from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
-from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, prune
+from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, lock_path, prune
 
 from helpers import POLICIES
 
@@ -38,7 +38,7 @@ def test_racing_replicas_write_each_hour_once(tmp_path):
     written = [path for result in results for path in result]
     assert len(written) == len(set(written)) == LOOKBACK_HOURS
     assert hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc)) in written
-    assert not list((tmp_path / "reports").rglob(".lock"))
+    assert not list((tmp_path / "reports").rglob(".*.lock"))
     assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []  # nothing left to write
 
 
@@ -51,8 +51,8 @@ def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_
     raced = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
     take_lock = ReportScheduler._lock
 
-    def other_replica_first(directory: Path) -> bool:
-        if directory == raced:
+    def other_replica_first(lock: Path) -> bool:
+        if lock == lock_path(raced):
             ensure_key(Path(document["reports"]["key"]))
             build_report(
                 datetime(2026, 12, 2, 11, tzinfo=timezone.utc),
@@ -61,12 +61,12 @@ def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_
                 POLICIES,
                 Path(document["reports"]["key"]),
             )
-        return take_lock(directory)
+        return take_lock(lock)
 
     monkeypatch.setattr(ReportScheduler, "_lock", staticmethod(other_replica_first))
     written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
     assert raced not in written and len(written) == LOOKBACK_HOURS - 1
-    assert not (raced / ".lock").exists()
+    assert not lock_path(raced).exists()
 
 
 def test_a_stale_lock_is_taken_over(tmp_path):
@@ -74,9 +74,10 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
     directory = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
     directory.mkdir(parents=True)
-    (directory / ".lock").write_text("dead-replica 1\n")
+    lock_path(directory).parent.mkdir(parents=True, exist_ok=True)
+    lock_path(directory).write_text("dead-replica 1\n")
     old = time.time() - 3600
-    os.utime(directory / ".lock", (old, old))
+    os.utime(lock_path(directory), (old, old))
     assert directory in ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
 
 

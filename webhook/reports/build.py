@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import itertools
+import os
+import shutil
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -26,7 +28,9 @@ import yaml
 from ..audit.verify import Finding, segments, verify_segments
 from ..core import hours
 from ..policy.sources import RuleInfo, rule_catalogue
+from .closed_hours import NotReportable, check_reportable
 from .keys import load_private_key, sign
+from .log_binding import SegmentDigest
 from .render_csv import CSV_FIELDS, csv_row
 from .render_html import render_html
 from .render_json import write_json
@@ -34,6 +38,8 @@ from .render_policy_reports import policy_report
 from .sums import SIGNATURE, SUMS, sha256_file
 
 FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
+STAGING_PREFIX = ".building-"  # a report being written, or what a crash left of one
+SUPERSEDED = "superseded"
 
 
 @dataclass
@@ -51,7 +57,7 @@ class HourTotals:
     per_minute: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     dry_runs: int = 0
     records: int = 0
-    writers: set[str] = field(default_factory=set)
+    segments: list[SegmentDigest] = field(default_factory=list)
     denials: int = 0
 
 
@@ -60,11 +66,35 @@ def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
 
 
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 key_path: str | Path) -> Path:
-    """Write the report of ``hour`` (a closed UTC hour); return its directory."""
-    tag = hours.tag(hour)
+                 key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None) -> Path:
+    """Write and publish the report of ``hour``; return its directory.
+
+    Only a closed hour, and only once: NotReportable otherwise (``closed_hours``). The report is
+    built in a staging directory on the same volume, fsync'd and renamed into place, so a crash
+    never leaves a partial hour visible (``vgate audit verify`` reports the staging left behind).
+    With ``reissue_reason`` a signed hour gets a new version; the old one moves, unchanged, to
+    ``superseded/<n>/`` and the new one records the reason and the digest it supersedes.
+    """
     out = hour_directory(reports_dir, hour)
-    out.mkdir(parents=True, exist_ok=True)
+    check_reportable(hour, now or datetime.now(timezone.utc), out, reissue=reissue_reason is not None)
+    signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
+    staging = Path(reports_dir) / f"{STAGING_PREFIX}{hours.tag(hour)}-{os.getpid()}-{os.urandom(4).hex()}"
+    staging.mkdir(parents=True)
+    try:
+        document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason))
+        sums = "".join(f"{sha256_file(staging / name)}  {name}\n" for name in FILES)
+        (staging / SUMS).write_text(sums)
+        (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
+        _publish(staging, out, superseding=document.get("reissue") is not None)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
+                 out: Path, reissue: dict[str, Any] | None) -> dict[str, Any]:
+    tag = hours.tag(hour)
     catalogue = rule_catalogue(policy_dir)
     _, integrity = verify_segments(audit_dir, tag, tag)
     previous = _previous_report(reports_dir, hour, integrity)
@@ -73,25 +103,65 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
         writer = csv.writer(csv_file)
         writer.writerow(CSV_FIELDS)
         totals = _stream(audit_dir, tag, writer, denials)
-        document = _document(hour, totals, catalogue, integrity, previous)
+        document = _document(hour, totals, catalogue, integrity, previous) | ({"reissue": reissue} if reissue else {})
         write_json(out / "report.json", document, denials)
         denials.seek(0)
         first_denials = [orjson.loads(line) for line in itertools.islice(denials, 200)]
     (out / "report.html").write_text(render_html(document, first_denials), encoding="utf-8")
     (out / "clusterreport.yaml").write_text(yaml.safe_dump(policy_report(document, "openreports"), sort_keys=False))
     (out / "clusterpolicyreport.yaml").write_text(yaml.safe_dump(policy_report(document, "wgpolicy"), sort_keys=False))
-    sums = "".join(f"{sha256_file(out / name)}  {name}\n" for name in FILES)
-    (out / SUMS).write_text(sums)
-    (out / SIGNATURE).write_bytes(sign(load_private_key(key_path), sums.encode()))
-    return out
+    return document
+
+
+def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
+    """What a new version of a signed hour records: why, which version, and the digest it replaces."""
+    if reason is None or not (out / SUMS).is_file():
+        return None
+    version = len(list((out / SUPERSEDED).glob("*"))) + 2 if (out / SUPERSEDED).is_dir() else 2
+    return {"version": version, "reason": reason,
+            "supersedes": hashlib.sha256((out / SUMS).read_bytes()).hexdigest()}
+
+
+def _publish(staging: Path, out: Path, *, superseding: bool) -> None:
+    """Make the staged report the hour's, in one rename (after moving a superseded one aside)."""
+    for path in staging.iterdir():
+        _fsync(path)
+    _fsync(staging)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if superseding:
+        kept = staging / SUPERSEDED
+        if (out / SUPERSEDED).is_dir():
+            os.rename(out / SUPERSEDED, kept)
+        kept.mkdir(exist_ok=True)
+        version = kept / str(len(list(kept.iterdir())) + 1)
+        version.mkdir()
+        for path in list(out.iterdir()):
+            os.rename(path, version / path.name)
+        _fsync(version)
+    try:
+        os.rename(staging, out)  # replaces only an empty directory: an hour written meanwhile stays
+    except OSError as exc:
+        raise NotReportable(f"the report of {out} was published meanwhile by another writer ({exc.strerror})",
+                            usage=False) from None
+    _fsync(out.parent)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _stream(audit_dir: str | Path, tag: str, writer: Any, denials: TextIO) -> HourTotals:
     totals = HourTotals()
     for path in segments(audit_dir, tag, tag):
-        totals.writers.add(path.name)
+        digest = SegmentDigest(path.name)
+        totals.segments.append(digest)
         with open(path, "rb") as segment:
             for line in segment:
+                digest.add(line)
                 try:
                     record = orjson.loads(line)
                 except orjson.JSONDecodeError:
@@ -167,7 +237,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "perNamespace": dict(totals.namespaces.most_common()), "perUser": dict(totals.users.most_common()),
         "perRule": rules, "controls": sorted(controls.values(), key=lambda c: c["control"]),
         "exceptionsUsed": {name: dict(counts) for name, counts in sorted(totals.exceptions.items())},
-        "policyRevisions": dict(totals.revisions), "segments": sorted(totals.writers),
+        "policyRevisions": dict(totals.revisions), "segments": [digest.as_json() for digest in totals.segments],
         "perMinute": [dict(totals.per_minute.get(m, {})) for m in range(60)],
         "integrity": {"ok": not integrity, "findings": [str(f) for f in integrity]},
         "previousReport": previous,

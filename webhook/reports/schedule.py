@@ -23,6 +23,7 @@ from typing import Any
 from ..audit.log import SEGMENT
 from ..core import hours
 from .build import build_report, hour_directory
+from .closed_hours import last_closed_hour
 from .keys import ensure_key, public_key_path
 from .sums import SUMS
 from .verify import verify_reports
@@ -30,7 +31,6 @@ from .verify import verify_reports
 log = logging.getLogger("vgate")
 STALE_LOCK_SECONDS = 600
 LOOKBACK_HOURS = 24
-GRACE = timedelta(seconds=60)  # let records of the closing hour land before it is reported
 
 
 class ReportScheduler:
@@ -45,21 +45,22 @@ class ReportScheduler:
         reports_dir, audit_dir = Path(document["reports"]["dir"]), Path(document["audit"]["dir"])
         key = Path(document["reports"]["key"])
         written = []
-        last_closed = (now - GRACE).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+        last_closed = last_closed_hour(now)
         for back in range(LOOKBACK_HOURS - 1, -1, -1):
             hour = last_closed - timedelta(hours=back)
             directory = hour_directory(reports_dir, hour)
-            if (directory / SUMS).exists() or not self._lock(directory):
+            lock = lock_path(directory)
+            if (directory / SUMS).exists() or not self._lock(lock):
                 continue
             try:
                 if (directory / SUMS).exists():
                     continue  # another replica wrote it between our look and our lock
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
-                written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key))
+                written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now))
                 log.info("wrote the compliance report of %s", hours.label(hour))
             finally:
-                (directory / ".lock").unlink(missing_ok=True)
+                lock.unlink(missing_ok=True)
         prune(audit_dir, reports_dir, document["reports"]["retentionDays"], public_key_path(key), now)
         return written
 
@@ -77,9 +78,8 @@ class ReportScheduler:
         return thread
 
     @staticmethod
-    def _lock(directory: Path) -> bool:
-        directory.mkdir(parents=True, exist_ok=True)
-        lock = directory / ".lock"
+    def _lock(lock: Path) -> bool:
+        lock.parent.mkdir(parents=True, exist_ok=True)
         try:
             if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
                 lock.unlink(missing_ok=True)  # its writer died
@@ -92,6 +92,11 @@ class ReportScheduler:
         os.write(fd, f"{os.uname().nodename} {os.getpid()}\n".encode())
         os.close(fd)
         return True
+
+
+def lock_path(directory: Path) -> Path:
+    """The writers' lock of an hour: beside its directory, which appears only when published."""
+    return directory.parent / f".{directory.name}.lock"
 
 
 def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: Path, now: datetime) -> list[Path]:

@@ -1,67 +1,122 @@
-"""``vgate audit verify`` for reports: checksums, signature, the link to the previous hour, gaps."""
+"""``vgate audit verify`` for reports: checksums, signature, the log each report signed, the link to
+the previous hour, and every closed hour accounted for."""
 
 from __future__ import annotations
 
 import hashlib
-import itertools
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from ..audit.log import SEGMENT
 from ..audit.verify import Finding
 from ..core import hours
-from .build import hour_directory
-from .keys import load_public_key, signature_valid
+from .build import STAGING_PREFIX, SUPERSEDED, hour_directory
+from .keys import Ed25519PublicKey, load_public_key, signature_valid
+from .log_binding import check_binding
 from .sums import SIGNATURE, SUMS, sha256_file
 
 
 def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: datetime | None = None,
-                   last: datetime | None = None) -> list[Finding]:
-    """Checksums, signature and predecessor link of every report in range, and missing hours."""
+                   last: datetime | None = None, *, audit_dir: str | Path | None = None,
+                   until: datetime | None = None) -> list[Finding]:
+    """Every report in range, and every hour that should have one.
+
+    Checksums and signature of each version (reissued ones included), the decision log each one
+    signed (with ``audit_dir``), the link to the previous hour, every hour without a report from
+    the first one to ``until`` (the last closed hour: deleting the newest hours is found too) and
+    every closed hour with decisions but no report (deleting all reports is found too).
+    """
     findings: list[Finding] = []
     key = load_public_key(public_key_path)
-    reported = sorted(_report_hours(reports_dir))
-    if first:
-        reported = [h for h in reported if h >= first]
-    if last:
-        reported = [h for h in reported if h <= last]
-    for earlier, later in itertools.pairwise(reported):
-        gap = earlier + timedelta(hours=1)
-        while gap < later:
-            findings.append(Finding(str(hour_directory(reports_dir, gap)), None,
-                                    f"no report for hour {hours.label(gap)}"))
-            gap += timedelta(hours=1)
+    in_range = _within(first, last)
+    reported = [h for h in _report_hours(reports_dir) if in_range(h)]
+    expected = set(_hours_between(reported[0], max(until or reported[-1], reported[-1]))) if reported else set()
+    if audit_dir is not None:
+        expected |= {h for h in _logged_hours(audit_dir) if in_range(h) and (until is None or h <= until)}
+    for gap in sorted(expected - set(reported)):
+        findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
+    for leftover in sorted(Path(reports_dir).glob(STAGING_PREFIX + "*")):
+        findings.append(Finding(str(leftover), None, "an interrupted report build left this behind (never published)"))
     for hour in reported:
         directory = hour_directory(reports_dir, hour)
-        sums_path, sig_path = directory / SUMS, directory / SIGNATURE
-        if not sums_path.is_file() or not sig_path.is_file():
-            findings.append(Finding(str(directory), None, "SHA256SUMS or its signature is missing"))
+        report = _verify_version(directory, key, findings)
+        for version in sorted((directory / SUPERSEDED).glob("*")):
+            _verify_version(version, key, findings)
+        if report is None:
             continue
-        sums = sums_path.read_bytes()
-        if not signature_valid(key, sums, sig_path.read_bytes()):
-            findings.append(Finding(str(sig_path), None, "signature does not verify with the report public key"))
-        for number, line in enumerate(sums.decode().splitlines(), 1):
-            digest, _, name = line.partition("  ")
-            target = directory / name
-            if not target.is_file():
-                findings.append(Finding(str(sums_path), number, f"{name} is missing"))
-            elif sha256_file(target) != digest:
-                findings.append(Finding(str(target), None,
-                                        f"checksum does not match SHA256SUMS line {number}: the file was changed"))
-        try:
-            previous = orjson.loads((directory / "report.json").read_bytes()).get("previousReport")
-        except (OSError, orjson.JSONDecodeError):
-            continue  # already reported as a checksum problem
+        if audit_dir is not None:
+            findings += check_binding(report, audit_dir, hours.label(hour))
+        previous = report.get("previousReport")
         before = hour - timedelta(hours=1)
-        before_sums = hour_directory(reports_dir, before) / SUMS
-        replaced = before_sums.is_file() and previous and (
-            previous["sha256sumsDigest"] != hashlib.sha256(before_sums.read_bytes()).hexdigest())
-        if replaced:
+        accepted = _digests(hour_directory(reports_dir, before))
+        if previous and accepted and previous["sha256sumsDigest"] not in accepted:
             findings.append(Finding(str(directory / "report.json"), None,
                                     f"previousReport digest does not match the report of {hours.label(before)}: "
                                     "it was replaced"))
     return findings
+
+
+def reports_expected(reports_dir: str | Path, audit_dir: str | Path, until: datetime) -> bool:
+    """Whether any report exists, or any closed hour has decisions: then there is something to check."""
+    return bool(_report_hours(reports_dir)) or any(hour <= until for hour in _logged_hours(audit_dir))
+
+
+def fingerprint(key: Ed25519PublicKey) -> str:
+    """SHA256:<hex> of the raw public key, for an auditor to compare with the one they hold."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return "SHA256:" + hashlib.sha256(key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
+
+
+def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Finding]) -> dict[str, Any] | None:
+    """Checksums and signature of one version of an hour's report; its report.json if they hold."""
+    sums_path, sig_path = directory / SUMS, directory / SIGNATURE
+    if not sums_path.is_file() or not sig_path.is_file():
+        findings.append(Finding(str(directory), None, "SHA256SUMS or its signature is missing"))
+        return None
+    sums = sums_path.read_bytes()
+    if not signature_valid(key, sums, sig_path.read_bytes()):
+        findings.append(Finding(str(sig_path), None, "signature does not verify with the report public key"))
+    for number, line in enumerate(sums.decode().splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        target = directory / name
+        if not target.is_file():
+            findings.append(Finding(str(sums_path), number, f"{name} is missing"))
+        elif sha256_file(target) != digest:
+            findings.append(Finding(str(target), None,
+                                    f"checksum does not match SHA256SUMS line {number}: the file was changed"))
+    try:
+        report = orjson.loads((directory / "report.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None  # already reported as a checksum problem
+    return report if isinstance(report, dict) else None
+
+
+def _digests(directory: Path) -> set[str]:
+    """The SHA256SUMS digests of an hour's report and of each version it superseded."""
+    versions = [directory, *sorted((directory / SUPERSEDED).glob("*"))]
+    return {hashlib.sha256((v / SUMS).read_bytes()).hexdigest() for v in versions if (v / SUMS).is_file()}
+
+
+def _within(first: datetime | None, last: datetime | None) -> Any:
+    return lambda hour: (first is None or hour >= first) and (last is None or hour <= last)
+
+
+def _hours_between(first: datetime, last: datetime) -> list[datetime]:
+    return [first + timedelta(hours=n) for n in range(int((last - first).total_seconds() // 3600) + 1)]
+
+
+def _logged_hours(audit_dir: str | Path) -> set[datetime]:
+    """The hours that have decision log segments."""
+    named = (SEGMENT.match(path.name) for path in Path(audit_dir).glob("decisions-*.jsonl"))
+    return {hours.from_tag(match["hour"]) for match in named if match}
+
+
+_HOUR_PARTS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
 
 
 def _report_hours(reports_dir: str | Path) -> list[datetime]:
@@ -69,6 +124,8 @@ def _report_hours(reports_dir: str | Path) -> list[datetime]:
     found = set()
     for name in (SUMS, "report.json"):
         for marker in Path(reports_dir).glob("*/*/*/*/" + name):
-            year, month, day, hour = marker.parent.parts[-4:]
-            found.add(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
+            parts = marker.parent.relative_to(reports_dir).as_posix()
+            if _HOUR_PARTS.match(parts):
+                year, month, day, hour = parts.split("/")
+                found.add(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
     return sorted(found)

@@ -1,0 +1,247 @@
+"""A signed report binds the exact log it summarised; only closed hours are reported, once, atomically.
+
+An insider with write access to the audit volume (and no key) tries each way of changing the
+evidence of an hour already reported; every one must be found by `vgate audit verify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import orjson
+import pytest
+
+from webhook.audit.log import GENESIS
+from webhook.audit.verify import verify_segments
+from webhook.reports.build import build_report, hour_directory
+from webhook.reports.closed_hours import NotReportable
+from webhook.reports.keys import ensure_key, public_key_path
+from webhook.reports.verify import verify_reports
+
+from helpers import POLICIES, ROOT, VGATE
+
+HOUR = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=5)
+TAG = HOUR.strftime("%Y%m%dT%H")
+
+
+def record_lines(count: int, prev: str = GENESIS, writer: str = "replica-a-1", start: int = 0) -> list[bytes]:
+    """A writer's chained records in HOUR, as the decision log writes them."""
+    lines = []
+    for n in range(start, start + count):
+        line = orjson.dumps({"time": f"{HOUR:%Y-%m-%dT%H}:{n % 60:02d}:00.000000+00:00", "replica": writer,
+                             "endpoint": "validate", "uid": f"{writer}-{n}", "decision": "allowed", "prev": prev})
+        prev = hashlib.sha256(line).hexdigest()
+        lines.append(line)
+    return lines
+
+
+def write_segment(audit: Path, writer: str, lines: list[bytes]) -> Path:
+    path = audit / f"decisions-{writer}-{TAG}.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def reported(tmp_path):
+    """Two writers' segments of HOUR, reported and signed; the hours around it reported too."""
+    audit, reports, key = tmp_path / "audit", tmp_path / "reports", tmp_path / "keys" / "r.key"
+    audit.mkdir()
+    ensure_key(key)
+    write_segment(audit, "replica-a-1", record_lines(40))
+    write_segment(audit, "replica-b-7", record_lines(12, writer="replica-b-7"))
+    for hour in (HOUR - timedelta(hours=1), HOUR, HOUR + timedelta(hours=1)):
+        build_report(hour, audit, reports, POLICIES, key)
+    return audit, reports, key
+
+
+def problems(audit: Path, reports: Path, key: Path, until: datetime | None = HOUR + timedelta(hours=1)) -> list[str]:
+    _, chain = verify_segments(audit)
+    return [str(f) for f in chain + verify_reports(reports, public_key_path(key), audit_dir=audit, until=until)]
+
+
+def test_an_untouched_log_verifies_and_the_report_lists_what_it_signed(reported):
+    audit, reports, key = reported
+    assert problems(audit, reports, key) == []
+    signed = json.loads((hour_directory(reports, HOUR) / "report.json").read_text())["segments"]
+    assert [(s["file"], s["records"]) for s in signed] == [(f"decisions-replica-a-1-{TAG}.jsonl", 40),
+                                                          (f"decisions-replica-b-7-{TAG}.jsonl", 12)]
+
+
+def test_a_truncated_tail_is_found(reported):
+    audit, reports, key = reported
+    segment = audit / f"decisions-replica-a-1-{TAG}.jsonl"
+    segment.write_bytes(b"".join(line + b"\n" for line in segment.read_bytes().splitlines()[:37]))
+    assert any(f"{segment}:38: the segment ends after 37 records where the report of" in p and "truncated" in p
+               for p in problems(audit, reports, key))
+
+
+def test_a_deleted_segment_of_a_dead_writer_is_found(reported):
+    audit, reports, key = reported
+    (audit / f"decisions-replica-b-7-{TAG}.jsonl").unlink()
+    assert any(
+        "lists this segment with 12 records, and it is gone (deleted)" in p for p in problems(audit, reports, key)
+    )
+
+
+def test_a_forged_writers_segment_added_to_a_reported_hour_is_found(reported):
+    audit, reports, key = reported
+    forged = write_segment(audit, "forged-9", record_lines(5, writer="forged-9"))  # a valid chain of its own
+    assert f"{forged}: a segment of {HOUR:%Y-%m-%dT%H} that its signed report does not list (added after signing)" in (
+        problems(audit, reports, key)
+    )
+
+
+def test_records_appended_with_a_correct_prev_are_found(reported):
+    audit, reports, key = reported
+    segment = audit / f"decisions-replica-a-1-{TAG}.jsonl"
+    lines = segment.read_bytes().splitlines()
+    more = record_lines(3, prev=hashlib.sha256(lines[-1]).hexdigest(), start=40)
+    segment.write_bytes(b"".join(line + b"\n" for line in [*lines, *more]))
+    found = problems(audit, reports, key)
+    assert f"{segment}:41: 3 records appended after the report of {HOUR:%Y-%m-%dT%H} signed 40 records" in found
+    assert not any("chain broken" in p for p in found)  # the chain alone could not tell
+
+
+def test_a_denial_turned_into_an_allow_with_the_chain_recomputed_is_found(reported):
+    audit, reports, key = reported
+    segment = audit / f"decisions-replica-a-1-{TAG}.jsonl"
+    records = [orjson.loads(line) for line in segment.read_bytes().splitlines()]
+    records[20]["decision"] = "denied-then-edited"
+    prev, lines = GENESIS, []
+    for record in records:  # recompute every link, as an insider with a shell would
+        line = orjson.dumps({**record, "prev": prev})
+        prev = hashlib.sha256(line).hexdigest()
+        lines.append(line)
+    segment.write_bytes(b"".join(line + b"\n" for line in lines))
+    found = problems(audit, reports, key)
+    assert not any("chain broken" in p for p in found)
+    assert any(f"{segment}:40: record 40 is not the last record the report" in p for p in found)
+
+
+def test_deleting_the_newest_hours_and_then_all_reports_is_found(reported):
+    audit, reports, key = reported
+    newest = hour_directory(reports, HOUR + timedelta(hours=1))
+    for path in newest.iterdir():
+        path.unlink()
+    newest.rmdir()
+    assert f"{newest}: no report for hour {HOUR + timedelta(hours=1):%Y-%m-%dT%H}" in problems(audit, reports, key)
+    for hour in (HOUR - timedelta(hours=1), HOUR):
+        directory = hour_directory(reports, hour)
+        for path in directory.iterdir():
+            path.unlink()
+        directory.rmdir()
+    assert f"{hour_directory(reports, HOUR)}: no report for hour {HOUR:%Y-%m-%dT%H}" in problems(audit, reports, key)
+
+
+def test_open_and_future_hours_are_refused_and_a_signed_hour_is_never_rewritten(reported, tmp_path):
+    audit, reports, key = reported
+    now = datetime.now(timezone.utc)
+    for hour in (now.replace(minute=0, second=0, microsecond=0), datetime(2030, 1, 1, tzinfo=timezone.utc)):
+        with pytest.raises(NotReportable) as refused:
+            build_report(hour, audit, reports, POLICIES, key, now=now)
+        assert refused.value.usage
+    with pytest.raises(NotReportable, match="exists .* never rewritten: write a new version with --reissue"):
+        build_report(HOUR, audit, reports, POLICIES, key)
+    config = tmp_path / "vgate.yaml"
+    config.write_text(f"audit: {{dir: {audit}}}\nreports: {{dir: {reports}, key: {key}}}\n")
+    future = subprocess.run(
+        [*VGATE, "report", "--hour", "2030-01-01T00", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert future.returncode == 2 and "is in the future" in future.stderr and "Traceback" not in future.stderr
+    again = subprocess.run(
+        [*VGATE, "report", "--hour", f"{HOUR:%Y-%m-%dT%H}", "--config", str(config), "--policies", str(POLICIES)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 1 and "never rewritten" in again.stderr
+
+
+def test_a_reissued_hour_keeps_the_old_version_and_the_chain_verifies(reported):
+    audit, reports, key = reported
+    directory = hour_directory(reports, HOUR)
+    old_sums = (directory / "SHA256SUMS").read_bytes()
+    build_report(
+        HOUR, audit, reports, POLICIES, key, reissue_reason="INC-7: a policy's METADATA mapped the wrong control"
+    )
+    reissue = json.loads((directory / "report.json").read_text())["reissue"]
+    assert reissue == {
+        "version": 2,
+        "reason": "INC-7: a policy's METADATA mapped the wrong control",
+        "supersedes": hashlib.sha256(old_sums).hexdigest(),
+    }
+    assert (directory / "superseded" / "1" / "SHA256SUMS").read_bytes() == old_sums
+    assert problems(audit, reports, key) == []  # the next hour links the superseded version: accepted
+
+
+def test_a_writer_killed_in_the_middle_of_publication_leaves_no_partial_hour(reported, tmp_path):
+    audit, reports, key = reported
+    hour = HOUR + timedelta(hours=2)
+    script = (
+        "import os, signal, sys\n"
+        "from datetime import datetime\n"
+        "import webhook.reports.build as build\n"
+        "def killed(*args, **kwargs):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "build.render_html = killed  # after report.json and report.csv, before the rest\n"
+        f"build.build_report(datetime.fromisoformat({hour.isoformat()!r}), {str(audit)!r}, {str(reports)!r},"
+        f" {str(POLICIES)!r}, {str(key)!r})\n"
+    )
+    died = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert died.returncode == -signal.SIGKILL
+    assert not hour_directory(reports, hour).exists()  # nothing half-written is visible
+    leftovers = list(reports.glob(".building-*"))
+    assert len(leftovers) == 1 and (leftovers[0] / "report.json").is_file()
+    assert f"{leftovers[0]}: an interrupted report build left this behind (never published)" in problems(
+        audit, reports, key, until=hour
+    )
+
+
+def test_verify_names_the_key_it_trusted(reported, tmp_path):
+    audit, reports, key = reported
+    config = tmp_path / "vgate.yaml"
+    config.write_text(f"audit: {{dir: {audit}}}\nreports: {{dir: {reports}, key: {key}}}\n")
+    beside = subprocess.run(
+        [*VGATE, "audit", "verify", "--config", str(config), "--to", f"{HOUR + timedelta(hours=1):%Y-%m-%dT%H}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert beside.returncode == 0, beside.stdout
+    assert "the key beside the reports, trusted: pass --pubkey with the key you hold" in beside.stdout
+    other = tmp_path / "auditor.key"
+    ensure_key(other)
+    held = subprocess.run(
+        [
+            *VGATE,
+            "audit",
+            "verify",
+            "--config",
+            str(config),
+            "--pubkey",
+            str(public_key_path(other)),
+            "--to",
+            f"{HOUR + timedelta(hours=1):%Y-%m-%dT%H}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert held.returncode == 1 and "(the key you gave)" in held.stdout and "SHA256:" in held.stdout
+    assert "signature does not verify with the report public key" in held.stdout

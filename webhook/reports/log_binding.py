@@ -1,0 +1,101 @@
+"""What a signed report commits to of the decision log, and the check that the log still says it.
+
+The per-record hash chain finds a record changed, removed or inserted before the last one, but
+not a tail cut off, a whole segment deleted or added, or records appended later: a chain cannot
+protect its own end. So each hour's report records, for every writer's segment of that hour, its
+file name, record count, byte length and the sha256 of its first and last record (the chain
+head), and signs them with the rest. ``check_binding`` recomputes them from the files on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..audit.verify import Finding, segments
+from ..core import hours
+
+
+@dataclass
+class SegmentDigest:
+    """Counts and edge hashes of one segment, fed line by line (only two lines are hashed)."""
+
+    file: str
+    records: int = 0
+    size: int = 0
+    first: str | None = None
+    _last_line: bytes = field(default=b"", repr=False)
+
+    def add(self, raw: bytes) -> None:
+        self.size += len(raw)
+        if not raw.endswith(b"\n"):
+            return  # a torn last line: counted in bytes, reported by the chain check
+        self.records += 1
+        if self.records == 1:
+            self.first = hashlib.sha256(raw[:-1]).hexdigest()
+        self._last_line = raw[:-1]
+
+    @property
+    def last(self) -> str | None:
+        return hashlib.sha256(self._last_line).hexdigest() if self.records else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"file": self.file, "records": self.records, "bytes": self.size, "first": self.first,
+                "last": self.last}
+
+
+def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str) -> list[Finding]:
+    """Every way the segments of ``hour_label`` differ from what its signed ``report`` lists."""
+    tag = hours.tag(hours.from_label(hour_label))
+    listed = {entry["file"]: entry for entry in report.get("segments") or [] if isinstance(entry, dict)}
+    findings = []
+    on_disk = {path.name: path for path in segments(audit_dir, tag, tag)}
+    for name in sorted(set(on_disk) - set(listed)):
+        findings.append(Finding(str(on_disk[name]), None, f"a segment of {hour_label} that its signed report "
+                                "does not list (added after signing)"))
+    for name, entry in sorted(listed.items()):
+        path = Path(audit_dir) / name
+        if not path.is_file():
+            findings.append(Finding(str(path), None, f"the report of {hour_label} lists this segment with "
+                                    f"{entry['records']} records, and it is gone (deleted)"))
+            continue
+        findings += _compare(path, entry, hour_label)
+    return findings
+
+
+def _compare(path: Path, signed: dict[str, Any], hour_label: str) -> list[Finding]:
+    """The segment as it is, against what the report signed: truncated, appended, edited."""
+    count, records, size, torn = signed["records"], 0, 0, False
+    first = at_signed_end = None
+    with open(path, "rb") as segment:
+        for raw in segment:
+            size += len(raw)
+            if not raw.endswith(b"\n"):
+                torn = True
+                break
+            records += 1
+            if records == 1:
+                first = hashlib.sha256(raw[:-1]).hexdigest()
+            if records == count:
+                at_signed_end = hashlib.sha256(raw[:-1]).hexdigest()
+    where = f"the report of {hour_label} signed {count} records"
+    if records < count:
+        return [Finding(str(path), records + 1, f"the segment ends after {records} records where {where}: "
+                        "records were removed from its end (truncated)")]
+    findings = []
+    if count and first != signed["first"]:
+        findings.append(Finding(str(path), 1, f"the first record is not the one {where} began with "
+                                "(edited or replaced)"))
+    if count and at_signed_end != signed["last"]:
+        findings.append(Finding(str(path), count, f"record {count} is not the last record {where} ended with "
+                                "(edited, reordered or replaced)"))
+    if records > count:
+        findings.append(Finding(str(path), count + 1, f"{records - count} records appended after {where}"))
+    elif torn and not findings:
+        findings.append(Finding(str(path), count + 1, f"a torn line after the {count} records the report signed"))
+    elif not findings and size != signed["bytes"]:
+        findings.append(Finding(str(path), None, f"{size} bytes where {where} in {signed['bytes']} bytes: "
+                                "a record was edited"))
+    return findings
