@@ -245,3 +245,29 @@ def test_verify_names_the_key_it_trusted(reported, tmp_path):
     )
     assert held.returncode == 1 and "(the key you gave)" in held.stdout and "SHA256:" in held.stdout
     assert "signature does not verify with the report public key" in held.stdout
+
+
+AUDITOR_CHECK = """set -e
+cd "$HOUR_DIR"
+sha256sum -c SHA256SUMS
+openssl pkeyutl -verify -pubin -inkey "$PUBKEY" -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+grep -o '"sha256sumsDigest": *"[0-9a-f]*"' report.json | grep -o '[0-9a-f]\\{64\\}'
+sha256sum "$PREVIOUS_DIR/SHA256SUMS" | cut -d' ' -f1
+"""
+
+
+def test_an_auditor_verifies_a_report_with_sha256sum_and_openssl_alone(reported):
+    """The README's check, run as written with the real tools: checksums, signature, the previous-hour link."""
+    audit, reports, key = reported
+    env = {**os.environ, "HOUR_DIR": str(hour_directory(reports, HOUR)), "PUBKEY": str(public_key_path(key)),
+           "PREVIOUS_DIR": str(hour_directory(reports, HOUR - timedelta(hours=1)))}
+    checked = subprocess.run(["bash", "-c", AUDITOR_CHECK], capture_output=True, text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked.stderr
+    lines = checked.stdout.splitlines()
+    assert "report.json: OK" in lines and "Signature Verified Successfully" in lines
+    assert lines[-1] == lines[-2]  # the link this report signed is the previous hour's SHA256SUMS digest
+    sums = hour_directory(reports, HOUR) / "SHA256SUMS"
+    sums.write_text("".join(reversed(sums.read_text().splitlines(keepends=True))))  # checksums still hold...
+    tampered = subprocess.run(["bash", "-c", AUDITOR_CHECK], capture_output=True, text=True, env=env, timeout=60)
+    assert tampered.returncode != 0 and "report.json: OK" in tampered.stdout  # ...the signature does not
+    assert "Signature Verification Failure" in tampered.stdout + tampered.stderr
