@@ -190,15 +190,17 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
 
 
 @main.command()
-@click.option("--hour", "hour_text", required=True, help="The closed UTC hour to report, e.g. 2026-12-02T10.")
+@click.option("--hour", "hour_text", help="The closed UTC hour to report, e.g. 2026-12-02T10.")
+@click.option("--catch-up", is_flag=True,
+              help="Write every missing closed hour of the last day, then prune (the report writer's CronJob).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
               help="Policies whose METADATA maps rules to severities and MLPS controls.")
 @click.option("--reissue", is_flag=True, help="Write a new version of an hour already signed; the old one is kept.")
 @click.option("--reason", help="Why the hour is reissued (required with --reissue; recorded in the report).")
 @click.option("--new-key", is_flag=True, help="Create the report key (and .pub) if it does not exist yet.")
-def report(hour_text: str, config_path: str | None, policy_dir: str, reissue: bool, reason: str | None,
-           new_key: bool) -> None:
+def report(hour_text: str | None, catch_up: bool, config_path: str | None, policy_dir: str, reissue: bool,
+           reason: str | None, new_key: bool) -> None:
     """Write the signed compliance report of one closed hour under reports/YYYY/MM/DD/HH/.
 
     Exit 0 written, 1 refused (the hour is signed already, another writer published it, no key),
@@ -209,11 +211,10 @@ def report(hour_text: str, config_path: str | None, policy_dir: str, reissue: bo
     from .reports.build import build_report
     from .reports.closed_hours import NotReportable
     from .reports.keys import ensure_key, public_key_path
+    from .reports.schedule import ReportScheduler
 
-    try:
-        hour = parse_hour(hour_text)
-    except ValueError:
-        raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
+    if (hour_text is None) == (not catch_up) or (catch_up and reissue):
+        raise click.UsageError("give --hour HOUR, or --catch-up alone")
     if reissue != (reason is not None):
         raise click.UsageError("--reissue and --reason go together: say why a signed hour is written again")
     try:
@@ -225,6 +226,14 @@ def report(hour_text: str, config_path: str | None, policy_dir: str, reissue: bo
         click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
     if not key.is_file():
         raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
+    if catch_up:
+        written = ReportScheduler(lambda: document, lambda: Path(policy_dir)).tick(datetime.now(timezone.utc))
+        click.echo("\n".join(str(out) for out in written) or "every closed hour of the last day has its report")
+        return
+    try:
+        hour = parse_hour(str(hour_text))
+    except ValueError:
+        raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
     try:
         out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key,
                            now=datetime.now(timezone.utc), reissue_reason=reason)

@@ -117,3 +117,26 @@ def test_a_running_server_reports_the_previous_hour(start_server):
         time.sleep(0.5)
     assert target.exists(), server.output()
     assert "wrote the compliance report of" in server.output()
+
+
+def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):
+    """`vgate report --catch-up`, what deploy/'s CronJob runs: the scheduler's logic, once."""
+    import subprocess
+
+    import yaml
+
+    from helpers import VGATE
+
+    config = tmp_path / "vgate.yaml"
+    key = tmp_path / "keys" / "r.key"
+    config.write_text(yaml.safe_dump({"audit": {"dir": str(tmp_path / "audit")},
+                                      "reports": {"dir": str(tmp_path / "reports"), "key": str(key)}}))
+    run = [*VGATE, "report", "--catch-up", "--config", str(config), "--policies", str(POLICIES)]
+    missing = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 1 and "no report key" in missing.stderr  # nothing written without the key
+    assert not (tmp_path / "reports").exists()
+    first = subprocess.run([*run, "--new-key"], capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.split()) == LOOKBACK_HOURS
+    again = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "every closed hour of the last day has its report" in again.stdout

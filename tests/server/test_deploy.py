@@ -110,14 +110,23 @@ def test_dockerfile_is_slim_non_root_and_serves():
     assert "gcc" not in final_stage and "build-essential" not in final_stage
 
 
-def test_replicas_share_the_audit_volume_and_read_the_report_key(rendered):
+def test_replicas_append_to_the_shared_log_and_only_the_report_writer_holds_the_key(rendered):
     spec = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["audit"]["persistentVolumeClaim"]["claimName"] == "vgate-audit"
     assert rendered["PersistentVolumeClaim/vgate-audit"]["spec"]["accessModes"] == ["ReadWriteMany"]
     mounts = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
-    assert mounts["/app/audit"]["name"] == mounts["/app/reports"]["name"] == "audit"
-    assert (
-        mounts["/app/keys"]["readOnly"] is True and volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
-    )
-    assert volumes["certs"]["secret"]["secretName"] == "vgate-tls", "the report key is kept apart from the TLS key"
+    assert mounts["/app/audit"]["name"] == "audit" and "/app/reports" not in mounts
+    assert not any("secret" in v and v["secret"]["secretName"] == "vgate-report-key" for v in volumes.values())
+    assert "--no-hourly-reports" in spec["containers"][0]["args"]
+    writer = rendered["CronJob/vgate-report-writer"]["spec"]
+    assert writer["concurrencyPolicy"] == "Forbid"
+    pod = writer["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "vgate-report-writer" != spec["serviceAccountName"]
+    assert pod["containers"][0]["args"][:2] == ["report", "--catch-up"]
+    writer_volumes = {v["name"]: v for v in pod["volumes"]}
+    writer_mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert writer_mounts["/app/keys"]["readOnly"] is True
+    assert writer_volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
+    assert writer_volumes["audit"]["persistentVolumeClaim"]["claimName"] == "vgate-audit"
+    assert "certs" not in writer_volumes, "the report key is kept apart from the TLS key"
