@@ -271,3 +271,107 @@ def test_an_auditor_verifies_a_report_with_sha256sum_and_openssl_alone(reported)
     tampered = subprocess.run(["bash", "-c", AUDITOR_CHECK], capture_output=True, text=True, env=env, timeout=60)
     assert tampered.returncode != 0 and "report.json: OK" in tampered.stdout  # ...the signature does not
     assert "Signature Verification Failure" in tampered.stdout + tampered.stderr
+
+
+def chained(records: list[dict]) -> list[bytes]:
+    prev, lines = GENESIS, []
+    for record in records:
+        line = orjson.dumps({**record, "prev": prev})
+        prev = hashlib.sha256(line).hexdigest()
+        lines.append(line)
+    return lines
+
+
+def test_a_report_says_what_auditors_ask_for(tmp_path):
+    """Rows and denials in time order across writers, errors with their reasons, each exception with
+    its justification, approver, ticket, expiry and every use; one integrity finding, singular."""
+    audit, reports, key = tmp_path / "audit", tmp_path / "reports", tmp_path / "keys" / "r.key"
+    audit.mkdir()
+    ensure_key(key)
+    at = f"{HOUR:%Y-%m-%dT%H}"
+    excepted = {"id": "network-no-external", "action": "excepted", "message": "hostNetwork",
+                "exception": "hostnet-debug"}
+    details = {
+        "name": "hostnet-debug",
+        "justification": "packet capture for INC-42",
+        "approver": "secops-lead",
+        "ticket": "SEC-1234",
+        "expiresAt": "2027-01-31T00:00:00+00:00",
+    }
+    write_segment(
+        audit,
+        "replica-a-1",
+        chained(
+            [
+                {
+                    "time": f"{at}:05:00.000000+00:00",
+                    "uid": "a-denied",
+                    "decision": "denied",
+                    "endpoint": "validate",
+                    "rules": [{"id": "security-privileged-container", "action": "deny", "message": "privileged"}],
+                },
+                {
+                    "time": f"{at}:40:00.000000+00:00",
+                    "uid": "a-excepted",
+                    "decision": "allowed",
+                    "endpoint": "validate",
+                    "namespace": "ml-training",
+                    "name": "feature-store",
+                    "rules": [excepted],
+                    "exceptions": [details],
+                },
+            ]
+        ),
+    )
+    write_segment(
+        audit,
+        "replica-b-7",
+        chained(
+            [
+                {
+                    "time": f"{at}:01:00.000000+00:00",
+                    "uid": "b-error",
+                    "decision": "error",
+                    "endpoint": "validate",
+                    "allowed": False,
+                    "error": "OPA at http://opa:8181 did not answer within 2.0s",
+                },
+                {
+                    "time": f"{at}:20:00.000000+00:00",
+                    "uid": "b-denied",
+                    "decision": "denied",
+                    "endpoint": "validate",
+                    "rules": [{"id": "scheduling-node-name-bypass", "action": "deny", "message": "nodeName"}],
+                },
+            ]
+        ),
+    )
+    out = build_report(HOUR, audit, reports, POLICIES, key)
+    report = json.loads((out / "report.json").read_text())
+    rows = [line.split(",")[3] for line in (out / "report.csv").read_text().splitlines()[1:]]
+    assert rows == ["b-error", "a-denied", "b-denied", "a-excepted"]  # time order, not writer order
+    assert [d["uid"] for d in report["denials"]] == ["b-error", "a-denied", "b-denied"]
+    assert report["errors"] == [
+        {
+            "time": f"{at}:01:00.000000+00:00",
+            "endpoint": "validate",
+            "uid": "b-error",
+            "user": None,
+            "operation": None,
+            "kind": None,
+            "namespace": None,
+            "name": None,
+            "httpStatus": None,
+            "error": "OPA at http://opa:8181 did not answer within 2.0s",
+            "allowed": False,
+            "message": None,
+        }
+    ]
+    used = report["exceptionsUsed"]["hostnet-debug"]
+    assert {k: used[k] for k in ("justification", "approver", "ticket", "expiresAt")} == {
+        k: v for k, v in details.items() if k != "name"
+    }
+    assert used["rules"] == {"network-no-external": 1} and [u["uid"] for u in used["uses"]] == ["a-excepted"]
+    html = (out / "report.html").read_text()
+    assert "OPA at http://opa:8181 did not answer within 2.0s" in html and "packet capture for INC-42" in html
+    assert "1 integrity finding:" in html and "1 finding<" in html and "1 findings" not in html  # no predecessor

@@ -42,6 +42,11 @@ class PolicyException:
     ticket: str
     expires_at: datetime
 
+    def as_record(self) -> dict[str, str]:
+        """What a decision that used this exception records of it, for auditors."""
+        return {"name": self.name, "justification": self.justification, "approver": self.approver,
+                "ticket": self.ticket, "expiresAt": self.expires_at.isoformat()}
+
     def covers(self, rule: str, namespace: str, name: str, labels: dict[str, str], now: datetime) -> bool:
         """Whether this exception exempts ``rule`` for the object, at time ``now``."""
         return (now < self.expires_at and rule in self.rules

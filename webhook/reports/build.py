@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import heapq
 import itertools
 import os
 import shutil
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -38,6 +40,9 @@ from .render_policy_reports import policy_report
 from .sums import SIGNATURE, SUMS, sha256_file
 
 FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
+DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message", "error")
+ERROR_FIELDS = ("time", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "httpStatus", "error",
+                "allowed", "message")
 STAGING_PREFIX = ".building-"  # a report being written, or what a crash left of one
 SUPERSEDED = "superseded"
 
@@ -53,12 +58,13 @@ class HourTotals:
     revisions: Counter = field(default_factory=Counter)
     rules: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     rule_resources: dict[str, list[dict[str, str]]] = field(default_factory=lambda: defaultdict(list))
-    exceptions: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    exceptions: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> rules, details, every use
     per_minute: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     dry_runs: int = 0
     records: int = 0
     segments: list[SegmentDigest] = field(default_factory=list)
     denials: int = 0
+    errors: int = 0
 
 
 def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
@@ -99,18 +105,25 @@ def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     _, integrity = verify_segments(audit_dir, tag, tag)
     previous = _previous_report(reports_dir, hour, integrity)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as denials, \
+            tempfile.TemporaryFile("w+", encoding="utf-8") as errors, \
             open(out / "report.csv", "w", newline="", encoding="utf-8") as csv_file:
         writer = csv.writer(csv_file)
         writer.writerow(CSV_FIELDS)
-        totals = _stream(audit_dir, tag, writer, denials)
+        spools: dict[str, TextIO] = {"denials": denials, "errors": errors}
+        totals = _stream(audit_dir, tag, writer, spools)
         document = _document(hour, totals, catalogue, integrity, previous) | ({"reissue": reissue} if reissue else {})
-        write_json(out / "report.json", document, denials)
-        denials.seek(0)
-        first_denials = [orjson.loads(line) for line in itertools.islice(denials, 200)]
-    (out / "report.html").write_text(render_html(document, first_denials), encoding="utf-8")
+        write_json(out / "report.json", document, spools)
+        listed = {name: [orjson.loads(line) for line in itertools.islice(_rewound(spool), 200)]
+                  for name, spool in spools.items()}
+    (out / "report.html").write_text(render_html(document, listed["denials"], listed["errors"]), encoding="utf-8")
     (out / "clusterreport.yaml").write_text(yaml.safe_dump(policy_report(document, "openreports"), sort_keys=False))
     (out / "clusterpolicyreport.yaml").write_text(yaml.safe_dump(policy_report(document, "wgpolicy"), sort_keys=False))
     return document
+
+
+def _rewound(spool: TextIO) -> TextIO:
+    spool.seek(0)
+    return spool
 
 
 def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
@@ -154,28 +167,41 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _stream(audit_dir: str | Path, tag: str, writer: Any, denials: TextIO) -> HourTotals:
+def _stream(audit_dir: str | Path, tag: str, writer: Any, spools: dict[str, TextIO]) -> HourTotals:
+    """One pass over the hour's records, every writer's merged in time order: counters, CSV rows,
+    and the denials and errors spooled to disk (memory stays flat however busy the hour)."""
     totals = HourTotals()
+    readers = []
     for path in segments(audit_dir, tag, tag):
         digest = SegmentDigest(path.name)
         totals.segments.append(digest)
-        with open(path, "rb") as segment:
-            for line in segment:
-                digest.add(line)
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # counted by the integrity check, not here
-                _count(totals, record)
-                writer.writerow(csv_row(record))
-                rules = record.get("rules") or []
-                refused = record.get("decision") == "error" and not record.get("allowed", True)
-                if record.get("decision") == "denied" or refused:
-                    totals.denials += 1
-                    denials.write(orjson.dumps({k: record.get(k) for k in (
-                        "time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message",
-                        "error")} | {"rules": [r for r in rules if r.get("action") == "deny"]}).decode() + "\n")
+        readers.append(_records(path, digest))
+    for _, record in heapq.merge(*readers, key=lambda timed: timed[0]):
+        _count(totals, record)
+        writer.writerow(csv_row(record))
+        rules = record.get("rules") or []
+        refused = record.get("decision") == "error" and not record.get("allowed", True)
+        if record.get("decision") == "denied" or refused:
+            totals.denials += 1
+            spools["denials"].write(orjson.dumps({k: record.get(k) for k in DENIAL_FIELDS} | {
+                "rules": [r for r in rules if r.get("action") == "deny"]}).decode() + "\n")
+        if record.get("decision") == "error":
+            totals.errors += 1
+            spools["errors"].write(orjson.dumps({k: record.get(k) for k in ERROR_FIELDS}).decode() + "\n")
     return totals
+
+
+def _records(path: Path, digest: SegmentDigest) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A segment's records with their times, in the order written (its writer's time order)."""
+    with open(path, "rb") as segment:
+        for line in segment:
+            digest.add(line)
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # counted by the integrity check, not here
+            if isinstance(record, dict):
+                yield str(record.get("time", "")), record
 
 
 def _count(totals: HourTotals, record: dict[str, Any]) -> None:
@@ -189,10 +215,17 @@ def _count(totals: HourTotals, record: dict[str, Any]) -> None:
     totals.dry_runs += bool(record.get("dryRun"))
     minute = hours.minute_of_timestamp(str(record.get("time", "")))
     totals.per_minute[minute][decision] += 1
+    details = {e.get("name"): e for e in record.get("exceptions") or [] if isinstance(e, dict)}
     for result in record.get("rules") or []:
         totals.rules[result["id"]][result["action"]] += 1
         if result.get("exception"):
-            totals.exceptions[result["exception"]][result["id"]] += 1
+            name = result["exception"]
+            used = totals.exceptions.setdefault(name, {"rules": Counter(), "uses": [], **{
+                k: None for k in ("justification", "approver", "ticket", "expiresAt")}})
+            used["rules"][result["id"]] += 1
+            used.update({k: v for k, v in details.get(name, {}).items() if k != "name"})
+            used["uses"].append({"time": record.get("time"), "uid": record.get("uid"), "rule": result["id"],
+                                 "namespace": record.get("namespace"), "name": record.get("name")})
         kept = totals.rule_resources[result["id"]]
         if len(kept) < 20:
             kept.append({"kind": str(record.get("kind", "")).rsplit("/", 1)[-1],
@@ -236,11 +269,13 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
                    "byEndpoint": dict(totals.endpoints), "dryRuns": totals.dry_runs},
         "perNamespace": dict(totals.namespaces.most_common()), "perUser": dict(totals.users.most_common()),
         "perRule": rules, "controls": sorted(controls.values(), key=lambda c: c["control"]),
-        "exceptionsUsed": {name: dict(counts) for name, counts in sorted(totals.exceptions.items())},
+        "exceptionsUsed": {name: {**used, "rules": dict(used["rules"])}
+                           for name, used in sorted(totals.exceptions.items())},
         "policyRevisions": dict(totals.revisions), "segments": [digest.as_json() for digest in totals.segments],
         "perMinute": [dict(totals.per_minute.get(m, {})) for m in range(60)],
         "integrity": {"ok": not integrity, "findings": [str(f) for f in integrity]},
         "previousReport": previous,
         "ruleResources": {k: v for k, v in totals.rule_resources.items()},
         "denialCount": totals.denials,
+        "errorCount": totals.errors,
     }

@@ -12,9 +12,9 @@ from typing import Any
 import jinja2
 
 
-def render_html(document: dict[str, Any], denials: list[dict[str, Any]]) -> str:
+def render_html(document: dict[str, Any], denials: list[dict[str, Any]], errors: list[dict[str, Any]]) -> str:
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     source = resources.files("webhook.reports") / "templates" / "report.html.j2"
     template = environment.from_string(source.read_text())
     peak = max([sum(m.values()) for m in document["perMinute"]] + [1])
-    return template.render(report=document, denials=denials, peak=peak)
+    return template.render(report=document, denials=denials, errors=errors, peak=peak)

@@ -1,4 +1,4 @@
-"""report.json: the hour's document, with every denial streamed in from the spool.
+"""report.json: the hour's document, with every denial and error streamed in from the spools.
 
 A busy hour can have hundreds of thousands of denials; they are spooled to a temporary file while
 the segments are read and copied into the JSON here, never held in memory.
@@ -12,13 +12,15 @@ from typing import Any, TextIO
 import orjson
 
 
-def write_json(path: Path, document: dict[str, Any], denials: TextIO) -> None:
-    """report.json with every denial, streamed from the spool instead of held in memory."""
+def write_json(path: Path, document: dict[str, Any], spools: dict[str, TextIO]) -> None:
+    """report.json with every denial and error, streamed from the spools instead of held in memory."""
     head = orjson.dumps(document, option=orjson.OPT_INDENT_2)
     with open(path, "wb") as out:
         out.write(head[:-2])  # reopen the top-level object: drop "\n}"
-        out.write(b',\n  "denials": [')
-        denials.seek(0)
-        for index, line in enumerate(denials):
-            out.write((b"," if index else b"") + b"\n    " + line.strip().encode())
-        out.write(b"\n  ]\n}\n")
+        for name, spool in spools.items():
+            out.write(f',\n  "{name}": ['.encode())
+            spool.seek(0)
+            for index, line in enumerate(spool):
+                out.write((b"," if index else b"") + b"\n    " + line.strip().encode())
+            out.write(b"\n  ]")
+        out.write(b"\n}\n")

@@ -78,13 +78,19 @@ class Gateway:
         for outcome in result.outcomes:
             self.metrics.violations.labels(outcome.rule, outcome.action).inc()
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
-                                error=result.error, exempt=result.exempt, rules=_rule_results(result))
+                                error=result.error, exempt=result.exempt, rules=_rule_results(result),
+                                exceptions=self._exceptions_used(result))
         if not recorded and self.config.document["audit"]["failureMode"] == "deny":
             return encode_response(request, Decision(
                 allowed=False, code=500, audit_annotations={"audit-error": "decision log unavailable"},
                 message="vgate could not record this decision in its decision log, and nothing is admitted "
                         "unrecorded (audit.failureMode deny): see the vgate log"))
         return encode_response(request, result.decision)
+
+    def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:
+        """Each exception a decision used, with its justification, approver, ticket and expiry."""
+        used = {o.exception for o in result.outcomes if o.exception}
+        return [exception.as_record() for exception in self.exceptions if exception.name in used]
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
         """Record and count a request refused before any decision (HTTP 400/413)."""
