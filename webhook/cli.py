@@ -293,6 +293,7 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     if not Path(directory).is_dir():
         raise click.ClickException(f"{directory}: no decision log directory")
     good, findings = verify_segments(directory, _hour(first), _hour(last))
+    findings = _acknowledge_sealed(findings, pubkey or public_key_path(document["reports"]["key"]))
     reports_dir = Path(reports or document["reports"]["dir"])
     public_key = Path(pubkey) if pubkey else public_key_path(document["reports"]["key"])
     until = parse_hour(last) if last else last_closed_hour(datetime.now(timezone.utc))
@@ -302,6 +303,46 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
         click.echo(str(finding))
     click.echo(f"{good} records verified, {len(findings)} problems")
     sys.exit(1 if findings else 0)
+
+
+def _acknowledge_sealed(findings: list[Finding], public_key: str | Path) -> list[Finding]:
+    """Torn last lines acknowledged by a valid seal are printed as such, not counted as problems."""
+    from .reports.keys import load_public_key
+    from .reports.seals import acknowledged
+
+    if not Path(public_key).is_file():
+        return findings
+    key, problems = load_public_key(public_key), []
+    for finding in findings:
+        seal = acknowledged(Path(finding.file), key) if "torn last record" in finding.problem else None
+        if seal is None:
+            problems.append(finding)
+        else:
+            click.echo(f"{finding} -- acknowledged {seal.sealed_at}: {seal.reason}")
+    return problems
+
+
+@audit.command("seal")
+@click.argument("segment", type=click.Path(dir_okay=False, exists=True))
+@click.option("--reason", required=True, help="Why the torn line is accepted (the crash, its ticket).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
+    """Acknowledge a segment's torn last line (a crash cut its last write) with a signed seal."""
+    from .core.config import load_config
+    from .reports.keys import load_private_key
+    from .reports.seals import NothingToSeal, seal_segment
+
+    try:
+        key_path = load_config(config_path).document["reports"]["key"]
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    if not Path(key_path).is_file():
+        raise click.ClickException(f"{key_path}: no report key: seals are signed where reports are")
+    try:
+        path = seal_segment(Path(segment), reason, load_private_key(key_path), datetime.now(timezone.utc))
+    except NothingToSeal as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(str(path))
 
 
 def _verify_reports(reports_dir: Path, public_key: Path, given: bool, first: str | None, last: str | None,

@@ -151,3 +151,39 @@ def test_kill_9_loses_no_answered_decision(tmp_path, start_server):
     good, findings = verify_segments(server.audit_dir)
     assert good >= len(answered)
     assert all("torn last record" in f.problem for f in findings), findings
+
+
+def test_a_sealed_torn_line_is_acknowledged_until_the_segment_changes(tmp_path):
+    """`vgate audit seal` signs what a crash left; verify then reports it as acknowledged, not as a problem."""
+    import yaml
+
+    from webhook.reports.keys import ensure_key
+
+    audit = tmp_path / "audit"
+    segment = write_records(audit)
+    segment.write_bytes(segment.read_bytes()[:-25])
+    key = tmp_path / "keys" / "r.key"
+    config = tmp_path / "vgate.yaml"
+    config.write_text(yaml.safe_dump({"audit": {"dir": str(audit)}, "reports": {"dir": str(tmp_path / "r"),
+                                                                                "key": str(key)}}))
+    run = [*VGATE, "audit", "seal", str(segment), "--reason", "node crash INC-77", "--config", str(config)]
+    unkeyed = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert unkeyed.returncode == 1 and "no report key" in unkeyed.stderr
+    ensure_key(key)
+    sealed = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert sealed.returncode == 0, sealed.stderr
+    verify = [*VGATE, "audit", "verify", "--config", str(config)]
+    result = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout
+    assert "torn last record" in result.stdout and "acknowledged" in result.stdout and "node crash INC-77" in result.stdout
+    assert "29 records verified, 0 problems" in result.stdout
+    segment.write_bytes(segment.read_bytes()[:-3])  # changed after sealing: the seal no longer covers it
+    assert subprocess.run(verify, capture_output=True, text=True, timeout=60).returncode == 1
+    whole = write_records(tmp_path / "whole")
+    refused = subprocess.run(
+        [*VGATE, "audit", "seal", str(whole), "--reason", "x", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1 and "nothing to acknowledge" in refused.stderr
