@@ -175,7 +175,8 @@ def test_a_sealed_torn_line_is_acknowledged_until_the_segment_changes(tmp_path):
     verify = [*VGATE, "audit", "verify", "--config", str(config)]
     result = subprocess.run(verify, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout
-    assert "torn last record" in result.stdout and "acknowledged" in result.stdout and "node crash INC-77" in result.stdout
+    assert "torn last record" in result.stdout and "acknowledged" in result.stdout
+    assert "node crash INC-77" in result.stdout
     assert "29 records verified, 0 problems" in result.stdout
     segment.write_bytes(segment.read_bytes()[:-3])  # changed after sealing: the seal no longer covers it
     assert subprocess.run(verify, capture_output=True, text=True, timeout=60).returncode == 1
