@@ -8,7 +8,7 @@
 #   id: network-no-external
 #   severity: high
 #   category: network
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.2 boundary protection"
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection"
 #   remediation: Remove hostNetwork and hostPort; add the deny-egress label to the pod template.
 package vgate.rules.network_no_external
 

@@ -8,7 +8,7 @@
 #   id: placement-encrypted-memory
 #   severity: critical
 #   category: placement
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.7 data confidentiality"
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality"
 #   remediation: "Add nodeSelector {\"<encrypted node label>\": \"true\"} or a confidential runtimeClassName."
 package vgate.rules.placement_encrypted_memory
 

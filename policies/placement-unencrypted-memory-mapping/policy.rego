@@ -8,7 +8,7 @@
 #   id: placement-unencrypted-memory-mapping
 #   severity: critical
 #   category: placement
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.7 data confidentiality"
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality"
 #   remediation: Remove the device mount; run sensitive workloads using memory volumes or hugepages on encrypted nodes.
 package vgate.rules.placement_unencrypted_memory_mapping
 

@@ -7,7 +7,7 @@
 #   id: resources-memory-limit-cap
 #   severity: medium
 #   category: resources
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"
 #   remediation: Lower resources.limits.memory to the queue's cap, or use a queue with a larger one.
 package vgate.rules.resources_memory_limit_cap
 

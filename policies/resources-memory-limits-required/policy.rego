@@ -8,7 +8,7 @@
 #   id: resources-memory-limits-required
 #   severity: medium
 #   category: resources
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"
 #   remediation: Set resources.limits.memory on every container (or resubmit so vgate injects it).
 package vgate.rules.resources_memory_limits_required
 

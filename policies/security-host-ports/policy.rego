@@ -7,7 +7,7 @@
 #   id: security-host-ports
 #   severity: medium
 #   category: network
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.2 boundary protection"
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection"
 #   remediation: Remove hostPort and expose the port through a Service.
 package vgate.rules.security_host_ports
 

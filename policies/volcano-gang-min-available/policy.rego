@@ -8,7 +8,7 @@
 #   id: volcano-gang-min-available
 #   severity: medium
 #   category: scheduling
-#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.9 resource control"
+#   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"
 #   remediation: Lower minAvailable to at most the total replicas, or add replicas.
 package vgate.rules.volcano_gang_min_available
 

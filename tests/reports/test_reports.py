@@ -84,6 +84,7 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
         yaml.safe_load((out / "clusterpolicyreport.yaml").read_text())
     )
     html = (out / "report.html").read_text()
+    assert '<span lang="zh-CN">安全计算环境 / 安全审计</span>' in html  # the control as GB/T 22239-2019 names it
     assert "<svg" in html and "8.1.4.3 security audit" in html and "<code>scheduling-node-name-bypass</code> " in html
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
     for line in (out / "SHA256SUMS").read_text().splitlines():

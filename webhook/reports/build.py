@@ -33,6 +33,7 @@ from ..policy.sources import RuleInfo, rule_catalogue
 from .closed_hours import NotReportable, check_reportable
 from .keys import load_private_key, sign
 from .log_binding import SegmentDigest
+from .mlps import chinese_name
 from .render_csv import CSV_FIELDS, csv_row
 from .render_html import render_html
 from .render_json import write_json
@@ -252,12 +253,13 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
     controls: dict[str, dict[str, Any]] = {}
     for rule in rules:
         control = rule["control"] or "(unmapped)"
-        entry = controls.setdefault(control, {"control": control, "rules": [], "violations": 0})
+        entry = controls.setdefault(control, {"control": control, "zh": chinese_name(control), "rules": [],
+                                              "violations": 0})
         entry["rules"].append(rule["id"])
         entry["violations"] += rule["deny"] + rule["warn"] + rule["audit"]
-    controls["MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 security audit"] = {
-        "control": "MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 security audit", "rules": ["(this report)"],
-        "violations": len(integrity)}
+    audit = "MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 security audit"
+    controls[audit] = {"control": audit, "zh": chinese_name(audit), "rules": ["(this report)"],
+                       "violations": len(integrity)}
     return {
         "apiVersion": "vgate.io/v1alpha1", "kind": "HourlyComplianceReport",
         "hour": hours.label(hour), "from": hour.isoformat(), "to": (hour + timedelta(hours=1)).isoformat(),
