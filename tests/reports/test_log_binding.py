@@ -375,3 +375,32 @@ def test_a_report_says_what_auditors_ask_for(tmp_path):
     html = (out / "report.html").read_text()
     assert "OPA at http://opa:8181 did not answer within 2.0s" in html and "packet capture for INC-42" in html
     assert "1 integrity finding:" in html and "1 finding<" in html and "1 findings" not in html  # no predecessor
+
+
+def test_a_daily_report_sums_and_binds_its_24_hours(tmp_path):
+    """Once a day is over: its totals from the 24 signed hours, their digests, signed; verify checks it."""
+    from webhook.reports.daily import build_daily, daily_directory
+
+    audit, reports, key = tmp_path / "audit", tmp_path / "reports", tmp_path / "keys" / "r.key"
+    audit.mkdir()
+    ensure_key(key)
+    day = (datetime.now(timezone.utc) - timedelta(days=2)).date()
+    start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    for hour in (start + timedelta(hours=n) for n in range(24)):
+        build_report(hour, audit, reports, POLICIES, key)
+    until = start + timedelta(hours=23)
+    assert f"{daily_directory(reports, day)}: no daily report for {day}" in problems(audit, reports, key, until)
+    with pytest.raises(NotReportable, match="has not closed yet"):
+        build_daily(day, reports, key, now=until)
+    out = build_daily(day, reports, key, now=datetime.now(timezone.utc))
+    daily = json.loads((out / "report.json").read_text())
+    assert daily["kind"] == "DailyComplianceReport" and len(daily["hourlyReports"]) == 24
+    assert daily["totals"]["decisions"] == 0 and {r["id"] for r in daily["perRule"]} >= {"placement-single-zone"}
+    assert problems(audit, reports, key, until) == []
+    replaced = hour_directory(reports, start + timedelta(hours=5))
+    for path in replaced.iterdir():
+        path.unlink()
+    replaced.rmdir()
+    build_report(start + timedelta(hours=5), audit, reports, POLICIES, key)  # an insider with the key
+    assert any(f"{replaced}: the report of {start + timedelta(hours=5):%Y-%m-%dT%H} is not the one the daily report"
+               in p for p in problems(audit, reports, key, until))

@@ -92,7 +92,7 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
         sums = "".join(f"{sha256_file(staging / name)}  {name}\n" for name in FILES)
         (staging / SUMS).write_text(sums)
         (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
-        _publish(staging, out, superseding=document.get("reissue") is not None)
+        publish(staging, out, superseding=document.get("reissue") is not None)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -136,7 +136,7 @@ def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
             "supersedes": hashlib.sha256((out / SUMS).read_bytes()).hexdigest()}
 
 
-def _publish(staging: Path, out: Path, *, superseding: bool) -> None:
+def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
     """Make the staged report the hour's, in one rename (after moving a superseded one aside)."""
     for path in staging.iterdir():
         _fsync(path)

@@ -24,6 +24,7 @@ from ..audit.log import SEGMENT
 from ..core import hours
 from .build import build_report, hour_directory
 from .closed_hours import last_closed_hour
+from .daily import build_daily, daily_directory, day_closed
 from .keys import ensure_key, public_key_path
 from .sums import SUMS
 from .verify import verify_reports
@@ -61,7 +62,25 @@ class ReportScheduler:
                 log.info("wrote the compliance report of %s", hours.label(hour))
             finally:
                 lock.unlink(missing_ok=True)
+        written += self._days(reports_dir, key, now)
         prune(audit_dir, reports_dir, document["reports"]["retentionDays"], public_key_path(key), now)
+        return written
+
+    def _days(self, reports_dir: Path, key: Path, now: datetime) -> list[Path]:
+        """The daily report of each day of the look-back window that is over and has none yet."""
+        written = []
+        last_closed = last_closed_hour(now)
+        for day in sorted({(last_closed - timedelta(hours=back)).date() for back in range(LOOKBACK_HOURS)}):
+            directory = daily_directory(reports_dir, day)
+            lock = lock_path(directory)
+            if not day_closed(day, now) or (directory / SUMS).exists() or not self._lock(lock):
+                continue
+            try:
+                if not (directory / SUMS).exists():
+                    written.append(build_daily(day, reports_dir, key, now))
+                    log.info("wrote the daily compliance report of %s", day)
+            finally:
+                lock.unlink(missing_ok=True)
         return written
 
     def run_forever(self, interval: float = 60.0) -> threading.Thread:

@@ -15,6 +15,7 @@ from ..audit.log import SEGMENT
 from ..audit.verify import Finding
 from ..core import hours
 from .build import STAGING_PREFIX, SUPERSEDED, hour_directory
+from .daily import complete_days, daily_directory, verify_daily
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
 from .sums import SIGNATURE, SUMS, sha256_file
@@ -41,6 +42,11 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
     for leftover in sorted(Path(reports_dir).glob(STAGING_PREFIX + "*")):
         findings.append(Finding(str(leftover), None, "an interrupted report build left this behind (never published)"))
+    findings += verify_daily(reports_dir, key, _digests)
+    over_by = until or (reported[-1] if reported else datetime.min.replace(tzinfo=timezone.utc))
+    for day in complete_days(reports_dir, over_by):
+        if not (daily_directory(reports_dir, day) / SUMS).is_file():
+            findings.append(Finding(str(daily_directory(reports_dir, day)), None, f"no daily report for {day}"))
     for hour in reported:
         directory = hour_directory(reports_dir, hour)
         report = _verify_version(directory, key, findings)

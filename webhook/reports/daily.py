@@ -1,0 +1,144 @@
+"""The daily report: a UTC day's 24 signed hourly reports, summed and bound, signed and chained.
+
+Written once the day's last hour has closed, from the hourly ``report.json`` files (the log was
+read once already, and each hour's figures are signed): totals, denials, errors and exceptions per
+rule and MLPS control over the day, and the SHA256SUMS digest of every hourly report it sums, so
+an hour replaced afterwards no longer matches. ``reports/YYYY/MM/DD/daily/`` holds ``report.json``,
+``SHA256SUMS`` and ``SHA256SUMS.sig``; like the hours, each day links the previous day's digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections import Counter, defaultdict
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..audit.verify import Finding
+from ..core import hours
+from .build import STAGING_PREFIX, hour_directory, publish
+from .closed_hours import NotReportable, last_closed_hour
+from .keys import Ed25519PublicKey, load_private_key, sign, signature_valid
+from .sums import SIGNATURE, SUMS, sha256_file
+
+DAILY = "daily"
+_COUNTS = ("deny", "warn", "audit", "excepted")
+
+
+def daily_directory(reports_dir: str | Path, day: date) -> Path:
+    return Path(reports_dir) / f"{day:%Y/%m/%d}" / DAILY
+
+
+def day_hours(day: date) -> list[datetime]:
+    start = datetime.combine(day, time(), tzinfo=timezone.utc)
+    return [start + timedelta(hours=n) for n in range(24)]
+
+
+def day_closed(day: date, now: datetime) -> bool:
+    return day_hours(day)[-1] <= last_closed_hour(now)
+
+
+def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: datetime) -> Path:
+    """Write the signed daily report of ``day``; NotReportable if it is not over, or written already."""
+    out = daily_directory(reports_dir, day)
+    if not day_closed(day, now):
+        raise NotReportable(f"day {day} has not closed yet", usage=True)
+    if (out / SUMS).exists():
+        raise NotReportable(f"the daily report of {day} exists ({out}) and is never rewritten", usage=False)
+    signing_key = load_private_key(key_path)
+    staging = Path(reports_dir) / f"{STAGING_PREFIX}{day:%Y%m%d}-daily-{os.getpid()}-{os.urandom(4).hex()}"
+    staging.mkdir(parents=True)
+    try:
+        document = summarise(day, reports_dir)
+        (staging / "report.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        sums = f"{sha256_file(staging / 'report.json')}  report.json\n"
+        (staging / SUMS).write_text(sums)
+        (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
+        publish(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
+    """The day's figures from its hourly reports, and each hour's digest (missing hours are findings)."""
+    totals: Counter[str] = Counter()
+    decisions: Counter[str] = Counter()
+    rules: dict[str, dict[str, Any]] = {}
+    controls: dict[str, dict[str, Any]] = {}
+    exceptions: dict[str, Counter[str]] = defaultdict(Counter)
+    hourly, findings = [], []
+    for hour in day_hours(day):
+        directory = hour_directory(reports_dir, hour)
+        if not (directory / SUMS).is_file():
+            findings.append(f"{directory}: no report for hour {hours.label(hour)}")
+            continue
+        hourly.append({"hour": hours.label(hour), "sha256sumsDigest": _digest(directory)})
+        report = orjson.loads((directory / "report.json").read_bytes())
+        totals.update({"decisions": report["totals"]["decisions"], "denials": report.get("denialCount", 0),
+                       "errors": report.get("errorCount", 0), "dryRuns": report["totals"].get("dryRuns", 0)})
+        decisions.update(report["totals"]["byDecision"])
+        for rule in report["perRule"]:
+            entry = rules.setdefault(rule["id"], {k: rule[k] for k in ("id", "title", "severity", "control")}
+                                     | dict.fromkeys(_COUNTS, 0))
+            for count in _COUNTS:
+                entry[count] += rule[count]
+        for control in report["controls"]:
+            entry = controls.setdefault(control["control"], {**control, "violations": 0})
+            entry["violations"] += control["violations"]
+        for name, used in report["exceptionsUsed"].items():
+            exceptions[name].update(used.get("rules", used))
+        findings += [f"{hours.label(hour)}: {finding}" for finding in report["integrity"]["findings"]]
+    previous = daily_directory(reports_dir, day - timedelta(days=1))
+    return {
+        "apiVersion": "vgate.io/v1alpha1", "kind": "DailyComplianceReport", "day": day.isoformat(),
+        "totals": {**dict(totals), "byDecision": dict(decisions)},
+        "perRule": sorted(rules.values(), key=lambda r: r["id"]),
+        "controls": sorted(controls.values(), key=lambda c: c["control"]),
+        "exceptionsUsed": {name: dict(counts) for name, counts in sorted(exceptions.items())},
+        "hourlyReports": hourly,
+        "previousDay": {"day": (day - timedelta(days=1)).isoformat(), "sha256sumsDigest": _digest(previous)}
+        if (previous / SUMS).is_file() else None,
+        "integrity": {"ok": not findings, "findings": findings},
+    }
+
+
+def verify_daily(reports_dir: str | Path, key: Ed25519PublicKey, accepted: Any) -> list[Finding]:
+    """Each daily report: checksum, signature, and every hourly digest it signed still the hour's
+    (``accepted(hour_directory)`` gives the digests an hour may have: its own and superseded ones)."""
+    findings = []
+    for sums_path in sorted(Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}")):
+        directory = sums_path.parent
+        sums = sums_path.read_bytes()
+        signature = directory / SIGNATURE
+        if not signature.is_file() or not signature_valid(key, sums, signature.read_bytes()):
+            findings.append(Finding(str(signature), None, "the daily report's signature does not verify"))
+        digest, _, _ = sums.decode().partition("  ")
+        if not (directory / "report.json").is_file() or sha256_file(directory / "report.json") != digest:
+            findings.append(Finding(str(directory / "report.json"), None, "checksum does not match SHA256SUMS"))
+            continue
+        report = orjson.loads((directory / "report.json").read_bytes())
+        for hourly in report["hourlyReports"]:
+            hour_dir = hour_directory(reports_dir, hours.from_label(hourly["hour"]))
+            if hourly["sha256sumsDigest"] not in accepted(hour_dir):
+                findings.append(Finding(str(hour_dir), None, f"the report of {hourly['hour']} is not the one the "
+                                        f"daily report of {report['day']} signed (replaced or deleted)"))
+    return findings
+
+
+def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:
+    """Days over by ``until`` whose 24 hourly reports all exist: each must have a daily report."""
+    days = {datetime.strptime("/".join(p.parts[-5:-2]), "%Y/%m/%d").date()
+            for p in Path(reports_dir).glob(f"*/*/*/*/{SUMS}") if p.parent.name != DAILY}
+    return sorted(day for day in days if day_hours(day)[-1] <= until
+                  and all((hour_directory(reports_dir, h) / SUMS).is_file() for h in day_hours(day)))
+
+
+def _digest(directory: Path) -> str:
+    return hashlib.sha256((directory / SUMS).read_bytes()).hexdigest()
