@@ -236,7 +236,8 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
         raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
     try:
         out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key,
-                           now=datetime.now(timezone.utc), reissue_reason=reason)
+                           now=datetime.now(timezone.utc), reissue_reason=reason,
+                           language=document["reports"]["language"])
     except NotReportable as refusal:
         click.echo(f"Error: {refusal}", err=True)
         sys.exit(2 if refusal.usage else 1)

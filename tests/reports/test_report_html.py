@@ -46,6 +46,10 @@ def test_html_report_renders_without_console_messages_or_requests(tmp_path):
     assert dom.returncode == 0, dom.stderr
     assert "vgate compliance report" in dom.stdout and "<svg" in dom.stdout
     assert "opens host ports [80]" in dom.stdout
+    assert "等保2.0 控制点覆盖 · MLPS 2.0 (等保2.0) control coverage" in dom.stdout  # both languages by default
+    assert "安全计算环境 / 访问控制" in dom.stdout and '<html lang="zh-CN">' in dom.stdout
+    fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+    assert "CJK" in fonts, "a CJK font (Debian fonts-noto-cjk; .ci/run installs it) renders the Chinese"
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line]
     assert console == [], console
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -175,3 +175,15 @@ def test_two_replicas_sharing_volumes_get_one_merged_report(tmp_path, setup, sta
     assert report["totals"]["decisions"] >= 6
     uids = {row["uid"] for row in csv.DictReader((out / "report.csv").open())}
     assert {f"a{n}" for n in range(3)} | {f"b{n}" for n in range(3)} <= uids
+
+
+@pytest.mark.parametrize("language,present,absent", [("en", "<h2>Summary</h2>", "摘要"),
+                                                      ("zh-CN", "<h2>摘要</h2>", "<h2>Summary"),
+                                                      ("both", "<h2>摘要 · Summary</h2>", "<h2>Summary</h2>")])
+def test_report_language_follows_the_config(tmp_path, setup, language, present, absent):
+    reports, key = setup
+    out = build_report(current_hour() - timedelta(hours=40), tmp_path / "no-audit", reports, POLICIES, key,
+                       language=language)
+    html = (out / "report.html").read_text()
+    assert present in html and absent not in html
+    assert "安全计算环境 / 安全审计" in html  # control names as GB/T 22239-2019 words them, in every language

@@ -73,7 +73,8 @@ def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
 
 
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None) -> Path:
+                 key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None,
+                 language: str = "both") -> Path:
     """Write and publish the report of ``hour``; return its directory.
 
     Only a closed hour, and only once: NotReportable otherwise (``closed_hours``). The report is
@@ -88,7 +89,8 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     staging = Path(reports_dir) / f"{STAGING_PREFIX}{hours.tag(hour)}-{os.getpid()}-{os.urandom(4).hex()}"
     staging.mkdir(parents=True)
     try:
-        document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason))
+        document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
+                                language)
         sums = "".join(f"{sha256_file(staging / name)}  {name}\n" for name in FILES)
         (staging / SUMS).write_text(sums)
         (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
@@ -100,7 +102,7 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
 
 
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 out: Path, reissue: dict[str, Any] | None) -> dict[str, Any]:
+                 out: Path, reissue: dict[str, Any] | None, language: str) -> dict[str, Any]:
     tag = hours.tag(hour)
     catalogue = rule_catalogue(policy_dir)
     _, integrity = verify_segments(audit_dir, tag, tag)
@@ -116,7 +118,8 @@ def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
         write_json(out / "report.json", document, spools)
         listed = {name: [orjson.loads(line) for line in itertools.islice(_rewound(spool), 200)]
                   for name, spool in spools.items()}
-    (out / "report.html").write_text(render_html(document, listed["denials"], listed["errors"]), encoding="utf-8")
+    html = render_html(document, listed["denials"], listed["errors"], language)
+    (out / "report.html").write_text(html, encoding="utf-8")
     (out / "clusterreport.yaml").write_text(yaml.safe_dump(policy_report(document, "openreports"), sort_keys=False))
     (out / "clusterpolicyreport.yaml").write_text(yaml.safe_dump(policy_report(document, "wgpolicy"), sort_keys=False))
     return document

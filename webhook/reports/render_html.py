@@ -1,7 +1,9 @@
 """report.html: one self-contained page (inline CSS and SVG, a CSP of ``default-src 'none'``).
 
-Rendered by Jinja2 with autoescaping from ``templates/report.html.j2``; the first 200 denials are
-listed (report.json and report.csv have them all).
+Rendered by Jinja2 with autoescaping from ``templates/report.html.j2``; the first 200 denials and
+errors are listed (report.json and report.csv have them all). MLPS 2.0 assessors read Chinese:
+headings and labels are in Chinese, English or both (``reports.language``, default both), the
+control names as GB/T 22239-2019 words them (``mlps``), and the CSS names fonts that carry CJK.
 """
 
 from __future__ import annotations
@@ -11,10 +13,57 @@ from typing import Any
 
 import jinja2
 
+# English label -> Chinese, for the page's headings, table heads and cards.
+LABELS = {
+    "vgate compliance report": "vgate 合规报告",
+    "Summary": "摘要",
+    "Decisions over the hour": "本小时的决策",
+    "Violations by rule and severity": "按规则和严重级别的违规",
+    "MLPS 2.0 (等保2.0) control coverage": "等保2.0 控制点覆盖",
+    "Denials": "拒绝的请求",
+    "Errors": "出错的请求",
+    "Exceptions used": "使用的例外",
+    "Integrity": "完整性",
+    "rule": "规则",
+    "severity": "严重级别",
+    "control": "控制点",
+    "denied": "拒绝",
+    "warned": "警告",
+    "audited": "审计",
+    "excepted": "例外",
+    "enforced by": "执行规则",
+    "violations / findings": "违规 / 发现",
+    "time": "时间",
+    "user": "用户",
+    "object": "对象",
+    "reason": "原因",
+    "endpoint": "端点",
+    "request": "请求",
+    "outcome": "结果",
+    "exception": "例外",
+    "justification": "理由",
+    "approver": "批准人",
+    "ticket": "工单",
+    "expires": "到期",
+    "rules excepted (uses)": "例外的规则(使用次数)",
+    "decisions": "决策",
+    "dry runs": "试运行",
+    "integrity": "完整性",
+}
 
-def render_html(document: dict[str, Any], denials: list[dict[str, Any]], errors: list[dict[str, Any]]) -> str:
+
+def render_html(document: dict[str, Any], denials: list[dict[str, Any]], errors: list[dict[str, Any]],
+                language: str = "both") -> str:
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     source = resources.files("webhook.reports") / "templates" / "report.html.j2"
     template = environment.from_string(source.read_text())
     peak = max([sum(m.values()) for m in document["perMinute"]] + [1])
-    return template.render(report=document, denials=denials, errors=errors, peak=peak)
+    return template.render(report=document, denials=denials, errors=errors, peak=peak, t=_translator(language),
+                           lang="en" if language == "en" else "zh-CN")
+
+
+def _translator(language: str) -> Any:
+    def t(label: str) -> str:
+        chinese = LABELS[label]
+        return {"en": label, "zh-CN": chinese}.get(language, f"{chinese} · {label}")
+    return t

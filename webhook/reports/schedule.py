@@ -58,7 +58,8 @@ class ReportScheduler:
                     continue  # another replica wrote it between our look and our lock
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
-                written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now))
+                written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
+                                            language=document["reports"]["language"]))
                 log.info("wrote the compliance report of %s", hours.label(hour))
             finally:
                 lock.unlink(missing_ok=True)
