@@ -404,3 +404,22 @@ def test_a_daily_report_sums_and_binds_its_24_hours(tmp_path):
     build_report(start + timedelta(hours=5), audit, reports, POLICIES, key)  # an insider with the key
     assert any(f"{replaced}: the report of {start + timedelta(hours=5):%Y-%m-%dT%H} is not the one the daily report"
                in p for p in problems(audit, reports, key, until))
+
+
+def test_bad_report_requests_get_one_line_and_write_nothing(tmp_path):
+    """An unparseable hour, a reports directory that cannot be written, a missing key."""
+    key = tmp_path / "keys" / "r.key"
+    ensure_key(key)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the reports directory should be")
+    config = tmp_path / "vgate.yaml"
+    config.write_text(f"audit: {{dir: {tmp_path / 'audit'}}}\nreports: {{dir: {blocked / 'reports'}, key: {key}}}\n")
+    base = [*VGATE, "report", "--config", str(config), "--policies", str(POLICIES)]
+    garbled = subprocess.run([*base, "--hour", "yesterday"], capture_output=True, text=True, timeout=60)
+    assert garbled.returncode == 2 and "is not an hour like 2026-12-02T10" in garbled.stderr
+    unwritable = subprocess.run([*base, "--hour", f"{HOUR:%Y-%m-%dT%H}"], capture_output=True, text=True, timeout=60)
+    assert unwritable.returncode == 1 and f"{blocked}" in unwritable.stderr
+    assert "cannot write the report" in unwritable.stderr
+    for result in (garbled, unwritable):
+        assert "Traceback" not in result.stderr and result.stderr.strip().splitlines()[-1].startswith("Error: ")
+    assert blocked.read_text().startswith("a file")  # nothing half-written

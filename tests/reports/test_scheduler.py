@@ -21,7 +21,7 @@ def settings(tmp_path: Path) -> dict:
     return {
         **document,
         "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
-        "reports": {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"), "retentionDays": 184},
+        "reports": {**document["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")},
     }
 
 

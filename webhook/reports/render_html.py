@@ -49,6 +49,10 @@ LABELS = {
     "decisions": "决策",
     "dry runs": "试运行",
     "integrity": "完整性",
+    "allowed": "允许",
+    "mutated": "已修改",
+    "error": "错误",
+    "unknown": "未知",
 }
 
 
@@ -64,6 +68,6 @@ def render_html(document: dict[str, Any], denials: list[dict[str, Any]], errors:
 
 def _translator(language: str) -> Any:
     def t(label: str) -> str:
-        chinese = LABELS[label]
+        chinese = LABELS.get(label, label)  # a decision name vgate does not know stays as it is
         return {"en": label, "zh-CN": chinese}.get(language, f"{chinese} · {label}")
     return t
