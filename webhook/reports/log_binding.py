@@ -23,18 +23,24 @@ class SegmentDigest:
     """Counts and edge hashes of one segment, fed line by line (only two lines are hashed)."""
 
     file: str
+    mark: int = 0  # also keep the hash of this record (the last one a report signed), when checking
     records: int = 0
     size: int = 0
     first: str | None = None
+    at_mark: str | None = None
+    torn: bool = False
     _last_line: bytes = field(default=b"", repr=False)
 
     def add(self, raw: bytes) -> None:
         self.size += len(raw)
         if not raw.endswith(b"\n"):
-            return  # a torn last line: counted in bytes, reported by the chain check
+            self.torn = True  # a torn last line: counted in bytes, reported by the chain check
+            return
         self.records += 1
         if self.records == 1:
             self.first = hashlib.sha256(raw[:-1]).hexdigest()
+        if self.records == self.mark:
+            self.at_mark = hashlib.sha256(raw[:-1]).hexdigest()
         self._last_line = raw[:-1]
 
     @property
@@ -67,35 +73,27 @@ def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str
 
 def _compare(path: Path, signed: dict[str, Any], hour_label: str) -> list[Finding]:
     """The segment as it is, against what the report signed: truncated, appended, edited."""
-    count, records, size, torn = signed["records"], 0, 0, False
-    first = at_signed_end = None
+    count = signed["records"]
+    now = SegmentDigest(path.name, mark=count)
     with open(path, "rb") as segment:
         for raw in segment:
-            size += len(raw)
-            if not raw.endswith(b"\n"):
-                torn = True
-                break
-            records += 1
-            if records == 1:
-                first = hashlib.sha256(raw[:-1]).hexdigest()
-            if records == count:
-                at_signed_end = hashlib.sha256(raw[:-1]).hexdigest()
+            now.add(raw)
     where = f"the report of {hour_label} signed {count} records"
-    if records < count:
-        return [Finding(str(path), records + 1, f"the segment ends after {records} records where {where}: "
+    if now.records < count:
+        return [Finding(str(path), now.records + 1, f"the segment ends after {now.records} records where {where}: "
                         "records were removed from its end (truncated)")]
     findings = []
-    if count and first != signed["first"]:
+    if count and now.first != signed["first"]:
         findings.append(Finding(str(path), 1, f"the first record is not the one {where} began with "
                                 "(edited or replaced)"))
-    if count and at_signed_end != signed["last"]:
+    if count and now.at_mark != signed["last"]:
         findings.append(Finding(str(path), count, f"record {count} is not the last record {where} ended with "
                                 "(edited, reordered or replaced)"))
-    if records > count:
-        findings.append(Finding(str(path), count + 1, f"{records - count} records appended after {where}"))
-    elif torn and not findings:
+    if now.records > count:
+        findings.append(Finding(str(path), count + 1, f"{now.records - count} records appended after {where}"))
+    elif now.torn and not findings:
         findings.append(Finding(str(path), count + 1, f"a torn line after the {count} records the report signed"))
-    elif not findings and size != signed["bytes"]:
-        findings.append(Finding(str(path), None, f"{size} bytes where {where} in {signed['bytes']} bytes: "
+    elif not findings and now.size != signed["bytes"]:
+        findings.append(Finding(str(path), None, f"{now.size} bytes where {where} in {signed['bytes']} bytes: "
                                 "a record was edited"))
     return findings

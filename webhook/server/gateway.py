@@ -90,7 +90,7 @@ class Gateway:
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:
         """Each exception a decision used, with its justification, approver, ticket and expiry."""
         used = {o.exception for o in result.outcomes if o.exception}
-        return [exception.as_record() for exception in self.exceptions if exception.name in used]
+        return [exception.as_record() for exception in self.exceptions if exception.name in used] if used else []
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
         """Record and count a request refused before any decision (HTTP 400/413)."""
