@@ -40,7 +40,8 @@ _VGATE_SOURCE = "vgate /mutate (deploy/mutatingwebhookconfiguration.yaml)"
 _CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io", "rbac.authorization.k8s.io",
                 "storage.k8s.io", "scheduling.k8s.io", "node.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
                 "admissionregistration.k8s.io", "apiextensions.k8s.io", "certificates.k8s.io", "events.k8s.io",
-                "flowcontrol.apiserver.k8s.io", "resource.k8s.io"}
+                "flowcontrol.apiserver.k8s.io", "resource.k8s.io", "admission.k8s.io", "authentication.k8s.io",
+                "authorization.k8s.io", "apiregistration.k8s.io", "storagemigration.k8s.io", "internal.apiserver.k8s.io"}
 _POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
                     ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
 _VGATE_MUTATES = {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}
