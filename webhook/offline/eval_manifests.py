@@ -97,7 +97,7 @@ class Verdict:
                           for op in step.patch]
         if not any(s.name.startswith("webhook mutate.vgate.io") for s in delivery.steps):
             lines.append("  webhook mutate.vgate.io: no patch" if delivery.vgate_called
-                         else "  webhook mutate.vgate.io: not called (namespaceSelector)")
+                         else "  webhook mutate.vgate.io: not called (its rules or namespaceSelector do not match)")
         return lines
 
 

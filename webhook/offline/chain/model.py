@@ -41,7 +41,8 @@ _CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io
                 "storage.k8s.io", "scheduling.k8s.io", "node.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
                 "admissionregistration.k8s.io", "apiextensions.k8s.io", "certificates.k8s.io", "events.k8s.io",
                 "flowcontrol.apiserver.k8s.io", "resource.k8s.io", "admission.k8s.io", "authentication.k8s.io",
-                "authorization.k8s.io", "apiregistration.k8s.io", "storagemigration.k8s.io", "internal.apiserver.k8s.io"}
+                "authorization.k8s.io", "apiregistration.k8s.io", "storagemigration.k8s.io",
+                "internal.apiserver.k8s.io"}
 _POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
                     ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
 _VGATE_MUTATES = {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}
@@ -143,7 +144,7 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
     delivered = copy.deepcopy(obj)
     if operation != "CREATE":
         return Delivery(delivered, obj, steps, [], vgate_called=False)
-    vgate_called = cluster.calls_vgate(namespace)
+    vgate_called = cluster.calls_vgate(namespace) and (group, kind) in _VGATE_MUTATES
     first_patch: list[dict[str, Any]] = []
     vgate_ran = changed_after_vgate = False
     for webhook in _webhooks(group, kind, namespace, cluster, vgate_called):
