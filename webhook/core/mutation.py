@@ -133,10 +133,10 @@ def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list
     annotations gets one ``add /metadata/annotations``), once even if several fields share it.
     """
     ops: list[dict[str, Any]] = []
-    added: list[FieldPath] = []
+    added: set[FieldPath] = set()  # checked by each path's prefixes: linear in the fields, however many
     for path in fields:
         target = _lookup(mutated, path)
-        if target is _MISSING or any(path[:len(a)] == a for a in added):
+        if target is _MISSING or any(path[:depth] in added for depth in range(1, len(path) + 1)):
             continue
         node: Any = original
         for depth, key in enumerate(path):
@@ -144,7 +144,7 @@ def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list
             if child is _MISSING:
                 missing = path[:depth + 1]
                 ops.append({"op": "add", "path": _pointer(missing), "value": _lookup(mutated, missing)})
-                added.append(missing)
+                added.add(missing)
                 break
             node = child
         else:
