@@ -10,7 +10,8 @@ from webhook.core.errors import ConfigError
 
 def test_empty_config_gets_every_default_from_the_schema():
     config = parse_config("")
-    assert config.server == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny"}
+    assert config.server == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny",
+                             "maxContainersPerPod": 256, "maxTasksPerJob": 256}
     assert config.qos["memory"]["guaranteed"]["limit"] == "4Gi"
     assert config.queue("default").namespaces == ("*",)
     assert config.document["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"

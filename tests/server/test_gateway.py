@@ -124,3 +124,39 @@ def test_bad_input_is_refused_and_still_recorded():
     assert refused.value.status == 400
     assert log.records[-1]["decision"] == "error" and log.records[-1]["httpStatus"] == 400
     assert counted(gate, "vgate_errors_total", {"endpoint": "validate", "reason": "http_400"}) == 1
+
+
+def many_containers(count: int) -> dict[str, Any]:
+    return pod(namespace="ml-training", containers=[{"name": f"c{i}", "image": "x"} for i in range(count)])
+
+
+def test_an_oversized_object_is_denied_before_any_rule_runs_and_not_mutated():
+    engine, log = FakeEngine(DENIED), FakeDecisionLog()
+    gate = gateway(engine, log)
+    response = gate.validate(body(many_containers(257)))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    message = response["status"]["message"]
+    assert "257 containers; the gateway judges at most 256 (server.maxContainersPerPod)" in message
+    assert engine.asked == [] and log.records[-1]["decision"] == "denied"
+    assert "patch" not in gate.mutate(body(many_containers(257)))["response"]
+    tasks = [{"name": f"t{i}", "replicas": 1, "template": {"spec": {"containers": []}}} for i in range(3)]
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "web"},
+           "spec": {"tasks": tasks}}
+    small = gateway(FakeEngine(DENIED), FakeDecisionLog(), "server:\n  maxTasksPerJob: 2\n")
+    assert "3 tasks; the gateway judges at most 2" in small.validate(body(job))["response"]["status"]["message"]
+    assert gate.validate(body(many_containers(256)))["response"]["status"]["code"] == 403  # judged: the rule denies
+    assert len(engine.asked) == 1
+
+
+def test_the_decision_record_stays_bounded_and_metric_labels_come_from_a_fixed_set():
+    runaway = Evaluation(PolicyResult((Violation("some-rule", "x" * 1_000_000),), ()), "fake")
+    log = FakeDecisionLog()
+    gate = gateway(FakeEngine(runaway), log)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget" + "w" * 500, "metadata": {"name": "n" * 100_000}}
+    gate.validate(body(pod()))
+    gate.validate(body(widget))
+    record = orjson.dumps(log.records[0])
+    assert len(record) < 20_000 and b"[1000000 bytes, sha256 " in record
+    assert len(orjson.dumps(log.records[1])) < 20_000
+    exposition = gate.metrics.exposition()[0].decode()
+    assert 'kind="other"' in exposition and "Widgetw" not in exposition

@@ -30,6 +30,7 @@ from .admission import AdmissionRequest
 from .config import Config
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, resolve_queue
+from .size_limits import oversize
 from .workloads import (
     MUTATED,
     Workload,
@@ -65,8 +66,8 @@ def mutate(request: AdmissionRequest, config: Config) -> Mutation:
     """The mutation for one admission request; an empty Mutation when nothing applies."""
     workload = classify(request)
     if (workload not in MUTATED or request.operation != "CREATE" or request.object is None
-            or is_exempt(request.namespace, config)):
-        return Mutation()
+            or is_exempt(request.namespace, config) or oversize(workload, request.object, request.kind, config)):
+        return Mutation()  # an oversized object is left to /validate, which denies it with the reason
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy
     namespace = request.namespace

@@ -25,15 +25,7 @@ from .admission import AdmissionRequest
 from .config import Config
 from .contract import EngineInput, PolicyResult, Violation
 from .mutation import mutate
-
-
-def template_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    """The pod template of a controller object (a CronJob's is one level further down)."""
-    spec = (obj or {}).get("spec")
-    if kind == "CronJob":
-        spec = ((spec or {}).get("jobTemplate") or {}).get("spec") if isinstance(spec, dict) else None
-    template = spec.get("template") if isinstance(spec, dict) else None
-    return template if isinstance(template, dict) else None
+from .workloads import template_of
 
 
 def template_changed(request: AdmissionRequest) -> bool:

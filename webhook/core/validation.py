@@ -19,6 +19,7 @@ from .enforcement import Outcome, enforce
 from .errors import EvaluationError
 from .pod_templates import named_for_controller, pod_of, template_changed
 from .policy_exceptions import PolicyException
+from .size_limits import oversize
 from .workloads import Workload, classify, is_exempt, labels_of
 
 
@@ -49,6 +50,11 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         return Validation(Decision())
     if is_exempt(request.namespace, config):
         return Validation(Decision(), exempt=True)
+    too_large = oversize(workload, request.object, request.kind, config)
+    if too_large:
+        message = f"vgate denied {request.kind} {_name(request)}: {too_large}"
+        return Validation(Decision(allowed=False, code=403, message=message,
+                                   audit_annotations={"refused": "too-large"}), error=None)
     obj = request.object or request.old_object or {}
     controller = workload is Workload.POD_CONTROLLER
     if controller and not template_changed(request):

@@ -41,6 +41,9 @@ _HANDLED = {
 }
 
 
+HANDLED_KINDS = tuple(_HANDLED)  # (group, version, kind) of everything vgate judges
+
+
 def classify(request: AdmissionRequest) -> Workload | None:
     """The workload kind of a request, or None for kinds and subresources vgate leaves alone."""
     key = (request.group, request.version, request.kind)
@@ -75,6 +78,15 @@ def task_templates(job: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     templates = [t.get("template") for t in tasks if isinstance(t, dict)]
     return [t for t in templates if isinstance(t, dict) and isinstance(t.get("spec"), dict)]
+
+
+def template_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The pod template of a controller object (a CronJob's is one level further down)."""
+    spec = (obj or {}).get("spec")
+    if kind == "CronJob":
+        spec = ((spec or {}).get("jobTemplate") or {}).get("spec") if isinstance(spec, dict) else None
+    template = spec.get("template") if isinstance(spec, dict) else None
+    return template if isinstance(template, dict) else None
 
 
 def is_exempt(namespace: str, config: "Config") -> bool:

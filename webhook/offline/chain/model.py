@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonpatch
 
-from ...core.pod_templates import template_of
+from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
 from .errors import ModelError
