@@ -92,6 +92,10 @@ def test_an_unrecordable_decision_is_refused_unless_audit_failure_mode_allows():
     lenient = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), FakeDecisionLog(broken=True),
                       "audit:\n  failureMode: allow\n")
     assert lenient.validate(body(pod()))["response"]["allowed"] is True
+    mutated = strict.mutate(body(pod(namespace="ml-training")))["response"]  # /mutate follows it too
+    assert mutated["allowed"] is False and "patch" not in mutated
+    assert counted(strict, "vgate_errors_total", {"endpoint": "mutate", "reason": "audit"}) == 1
+    assert "patch" in lenient.mutate(body(pod(namespace="ml-training")))["response"]
 
 
 @pytest.mark.parametrize("failure", [EvaluationError("data.vgate.main.result must be an object"),

@@ -61,9 +61,17 @@ class Gateway:
             mutation, error = Mutation(), f"mutation failed: {exc}"
         decision = Decision(patch=mutation.patch)
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
-        self._finish("mutate", request, decision, outcome, started, error=error,
-                     patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
-        return encode_response(request, decision)
+        recorded = self._finish("mutate", request, decision, outcome, started, error=error,
+                                patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
+        return encode_response(request, decision if recorded else self._unrecorded(decision))
+
+    def _unrecorded(self, decision: Decision) -> Decision:
+        """The answer to a decision the log could not take: refused under audit.failureMode deny."""
+        if self.config.document["audit"]["failureMode"] != "deny":
+            return decision
+        return Decision(allowed=False, code=500, audit_annotations={"audit-error": "decision log unavailable"},
+                        message="vgate could not record this decision in its decision log, and nothing is admitted "
+                                "unrecorded (audit.failureMode deny): see the vgate log")
 
     def validate(self, body: bytes) -> dict[str, Any]:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
@@ -82,12 +90,7 @@ class Gateway:
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result),
                                 exceptions=self._exceptions_used(result))
-        if not recorded and self.config.document["audit"]["failureMode"] == "deny":
-            return encode_response(request, Decision(
-                allowed=False, code=500, audit_annotations={"audit-error": "decision log unavailable"},
-                message="vgate could not record this decision in its decision log, and nothing is admitted "
-                        "unrecorded (audit.failureMode deny): see the vgate log"))
-        return encode_response(request, result.decision)
+        return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:
         """Each exception a decision used, with its justification, approver, ticket and expiry."""
