@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
 from webhook.core.enforcement import action_for
-from webhook.core.policy_exceptions import load_exceptions
+from webhook.core.policy_exceptions import ExceptionRules, load_exceptions
 from webhook.offline.admit import admit
 
 from helpers import POLICIES, pod, review
@@ -20,9 +20,13 @@ def config_with(extra: str):
     return parse_config(DEFAULT_CONFIG_PATH.read_text() + extra)
 
 
-def exception(name: str = "hostnet-debug", expires: str = "2099-01-01T00:00:00Z", **match) -> dict:
+IN_A_MONTH = (datetime.now(timezone.utc) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+RULES = ExceptionRules(datetime.now(timezone.utc))
+
+
+def exception(name: str = "hostnet-debug", expires: str = IN_A_MONTH, **match) -> dict:
     return {"apiVersion": "vgate.io/v1alpha1", "kind": "PolicyException", "metadata": {"name": name},
-            "spec": {"rules": ["network-no-external"], "match": match or {"namespaces": ["ml-training"]},
+            "spec": {"rules": ["network-no-external"], "match": {"namespaces": ["ml-training"], **match},
                      "justification": "packet capture for incident INC-42", "approver": "secops-lead",
                      "ticket": "SEC-1234", "expiresAt": expires}}
 
@@ -64,7 +68,7 @@ def test_exempt_namespaces_are_neither_mutated_nor_validated(config, engine):
 
 def test_current_matching_exception_excepts_the_rule(tmp_path, config, engine):
     (tmp_path / "debug.yaml").write_text(yaml.safe_dump(exception()))
-    exceptions, errors = load_exceptions(tmp_path)
+    exceptions, errors = load_exceptions(tmp_path, RULES)
     assert errors == [] and len(exceptions) == 1
     result = admit(OPEN_EGRESS, config, engine, exceptions)
     assert result.validation.decision.allowed is True
@@ -78,13 +82,13 @@ def test_expired_or_unmatched_exceptions_do_not_apply(tmp_path, config, engine):
                  exception("other-name", names=["tcpdump-*"]),
                  exception("other-labels", labels={"team": "netops"})]
     (tmp_path / "many.yaml").write_text(yaml.safe_dump_all(documents))
-    exceptions, errors = load_exceptions(tmp_path)
+    exceptions, errors = load_exceptions(tmp_path, RULES)
     assert errors == [] and len(exceptions) == 4
     result = admit(OPEN_EGRESS, config, engine, exceptions)
     assert result.validation.decision.allowed is False
     matching_name = exception("by-name", names=["feature-store-*"])
     (tmp_path / "by-name.yaml").write_text(yaml.safe_dump(matching_name))
-    exceptions, _ = load_exceptions(tmp_path)
+    exceptions, _ = load_exceptions(tmp_path, RULES)
     assert admit(OPEN_EGRESS, config, engine, exceptions).validation.decision.allowed is True
     later = datetime(2100, 1, 1, tzinfo=timezone.utc)
     assert not any(
@@ -99,7 +103,7 @@ def test_malformed_exception_files_are_rejected_alone(tmp_path):
     (tmp_path / "no-ticket.yaml").write_text(yaml.safe_dump(no_ticket))
     (tmp_path / "bad-time.yaml").write_text(yaml.safe_dump(exception(expires="next tuesday")))
     (tmp_path / "broken.yaml").write_text("spec: [")
-    exceptions, errors = load_exceptions(tmp_path)
+    exceptions, errors = load_exceptions(tmp_path, RULES)
     assert [e.name for e in exceptions] == ["hostnet-debug"]
     reasons = {error.file.rsplit("/", 1)[1]: error.reason for error in errors}
     assert "'ticket' is a required property" in reasons["no-ticket.yaml"]
@@ -129,3 +133,20 @@ def test_exception_use_is_recorded_over_https(tmp_path, start_server):
     exempt = server.post("/validate", review(pod(namespace="kube-system", hostNetwork=True), uid="exempt-1")).json()
     assert exempt["response"]["allowed"] is True
     assert next(r for r in server.decisions() if r.get("uid") == "exempt-1")["exempt"] is True
+
+
+def test_exceptions_must_be_namespaced_time_boxed_and_not_cluster_wide(tmp_path):
+    label_only = exception("label-only")
+    label_only["spec"]["match"] = {"labels": {"team": "data"}}
+    (tmp_path / "label-only.yaml").write_text(yaml.safe_dump(label_only))
+    (tmp_path / "everywhere.yaml").write_text(yaml.safe_dump(exception("everywhere", namespaces=["*"])))
+    too_long = (datetime.now(timezone.utc) + timedelta(days=91)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    (tmp_path / "forever.yaml").write_text(yaml.safe_dump(exception("forever", expires=too_long)))
+    exceptions, errors = load_exceptions(tmp_path, RULES)
+    assert exceptions == []
+    reasons = {error.file.rsplit("/", 1)[1]: error.reason for error in errors}
+    assert "'namespaces' is a required property" in reasons["label-only.yaml"]
+    assert "* would except every namespace" in reasons["everywhere.yaml"]
+    assert "more than 90 days away (exceptions.maxLifetimeDays)" in reasons["forever.yaml"]
+    lenient = ExceptionRules(datetime.now(timezone.utc), allow_cluster_wide=True, max_lifetime_days=120)
+    assert sorted(e.name for e in load_exceptions(tmp_path, lenient)[0]) == ["everywhere", "forever"]

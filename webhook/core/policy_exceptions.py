@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,21 @@ class PolicyException:
                 and all(labels.get(key) == value for key, value in self.labels))
 
 
-def load_exceptions(directory: str | Path) -> tuple[list[PolicyException], list[SourceError]]:
+@dataclass(frozen=True)
+class ExceptionRules:
+    """What the config allows of an exception (``exceptions.allowClusterWide``, ``maxLifetimeDays``),
+    and the time of loading, against which its lifetime is measured."""
+
+    now: datetime
+    allow_cluster_wide: bool = False
+    max_lifetime_days: int = 90
+
+    @classmethod
+    def of(cls, settings: dict[str, Any], now: datetime) -> ExceptionRules:
+        return cls(now, settings["allowClusterWide"], settings["maxLifetimeDays"])
+
+
+def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[PolicyException], list[SourceError]]:
     """Every valid exception under ``directory``, and one error per file rejected."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -64,13 +78,13 @@ def load_exceptions(directory: str | Path) -> tuple[list[PolicyException], list[
     errors: list[SourceError] = []
     for path in sorted(directory.rglob("*.y*ml")):
         try:
-            exceptions += _parse_file(path)
+            exceptions += _parse_file(path, rules)
         except SourceError as error:
             errors.append(error)
     return exceptions, errors
 
 
-def _parse_file(path: Path) -> list[PolicyException]:
+def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except (OSError, yaml.YAMLError) as exc:
@@ -89,7 +103,14 @@ def _parse_file(path: Path) -> list[PolicyException]:
             raise SourceError(str(path), None, f"document {index}: spec/expiresAt: not an RFC 3339 time") from None
         if expires.tzinfo is None:
             raise SourceError(str(path), None, f"document {index}: spec/expiresAt: needs a time zone (e.g. Z)")
+        if expires - rules.now > timedelta(days=rules.max_lifetime_days):
+            raise SourceError(str(path), None, f"document {index}: spec/expiresAt: {spec['expiresAt']} is more than "
+                              f"{rules.max_lifetime_days} days away (exceptions.maxLifetimeDays): exceptions are "
+                              "time-boxed; renew it closer to its end")
         match: dict[str, Any] = spec["match"]
+        if "*" in match["namespaces"] and not rules.allow_cluster_wide:
+            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: * would except every "
+                              "namespace; name them, or set exceptions.allowClusterWide")
         parsed.append(PolicyException(
             name=document["metadata"]["name"], source=str(path), rules=frozenset(spec["rules"]),
             namespaces=tuple(match.get("namespaces", ())), names=tuple(match.get("names", ())),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from flask import Flask
@@ -18,7 +19,7 @@ from flask import Flask
 from ..audit.log import DecisionLog
 from ..core.config import load_config
 from ..core.contract import PolicyEngine
-from ..core.policy_exceptions import load_exceptions
+from ..core.policy_exceptions import ExceptionRules, load_exceptions
 from ..policy.opa import OpaEngine
 from ..policy.regorus_engine import RegorusEngine
 from ..policy.sources import load_policy_set
@@ -55,7 +56,8 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
     if settings.opa_url:
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
     decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
-    exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"])
+    exception_rules = ExceptionRules.of(config.document["exceptions"], datetime.now(timezone.utc))
+    exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"], exception_rules)
     for error in rejected:
         log.error("policy exception rejected: %s", error)
         metrics.errors.labels("load", "exception_file").inc()
