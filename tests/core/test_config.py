@@ -33,6 +33,7 @@ def test_shipped_example_config_loads():
     ("queues:\n  byNamespace: {team-a: gpu}\n  definitions:\n    default: {}\n    gpu: {namespaces: [team-b]}\n",
      2, "namespace 'team-a' may not use queue 'gpu'"),
     ("reports:\n  retentionDays: 183\n", 2, "183 is less than the minimum of 184"),
+    ("exemptNamespaces: [kube-*]\n", 1, "exemptNamespaces/0: 'kube-*' does not match"),
     ("- a list\n", 1, "must be a mapping"),
     ("a: [1,\n", 2, "invalid YAML"),
 ])

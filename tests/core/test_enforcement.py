@@ -150,3 +150,12 @@ def test_exceptions_must_be_namespaced_time_boxed_and_not_cluster_wide(tmp_path)
     assert "more than 90 days away (exceptions.maxLifetimeDays)" in reasons["forever.yaml"]
     lenient = ExceptionRules(datetime.now(timezone.utc), allow_cluster_wide=True, max_lifetime_days=120)
     assert sorted(e.name for e in load_exceptions(tmp_path, lenient)[0]) == ["everywhere", "forever"]
+
+
+def test_exemptions_are_exact_names_and_globs_only_where_asked(engine):
+    """Bypass: a tenant namespace named like a platform one is judged like any other."""
+    for lookalike in ("kube-systemx", "kube-system-team", "volcano-system2"):
+        assert not admit(OPEN_EGRESS, config_with(""), engine, namespace=lookalike).validation.exempt, lookalike
+    globbed = config_with("exemptNamespaceGlobs: [sandbox-*]\n")
+    assert admit(OPEN_EGRESS, globbed, engine, namespace="sandbox-7").validation.exempt
+    assert not admit(OPEN_EGRESS, globbed, engine, namespace="sandbox").validation.exempt

@@ -90,8 +90,9 @@ def template_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
 
 
 def is_exempt(namespace: str, config: "Config") -> bool:
-    """Namespaces vgate leaves alone entirely (kube-system and its own by default)."""
-    return matches_globs(namespace, config.document["exemptNamespaces"])
+    """Namespaces vgate leaves alone entirely: the platform's, by exact name, and any globs given apart."""
+    document = config.document
+    return namespace in document["exemptNamespaces"] or matches_globs(namespace, document["exemptNamespaceGlobs"])
 
 
 def matches_globs(name: str, patterns: Iterable[str]) -> bool:

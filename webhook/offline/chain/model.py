@@ -80,7 +80,7 @@ class Cluster:
         priorities = config_document["priorityClasses"]
         classes = {name: plugins.PriorityClass(name, value, name == priorities["globalDefault"])
                    for name, value in priorities["values"].items()}
-        exempt = frozenset(n for n in config_document["exemptNamespaces"] if not set("*?[") & set(n))
+        exempt = frozenset(config_document["exemptNamespaces"])
         return cls(crds, {}, classes, exempt, with_volcano, resource_groups or [])
 
     def learn(self, manifest: dict[str, Any]) -> bool:
