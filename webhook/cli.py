@@ -70,7 +70,9 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
     change; an invalid new set is refused and the old one keeps serving.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from .server.log_format import configure
+
+    configure()
     # Must precede the first import of prometheus_client: workers are forked from this process.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
     from .server.gunicorn import ServeOptions, VgateServer

@@ -92,12 +92,14 @@ def test_server_log_verifies_and_unwritable_log_denies(tmp_path, server, start_s
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("a file where the decision log directory should be")
     broken = start_server(workers=1, audit_dir=blocked)
+    broken.post("/validate", review(pod(), uid="forged\n2026-12-03 INFO vgate fake line"))
     response = broken.post("/validate", review(pod(), uid="unrecorded")).json()["response"]
     assert response["allowed"] is False and response["status"]["code"] == 500
     assert "nothing is admitted unrecorded" in response["status"]["message"]
     assert "decision log write failed, validate unrecorded is unrecorded" in broken.output()
+    assert "forged\\x0a2026-12-03 INFO vgate fake line" in broken.output()  # one record, one line
     metrics = broken.session.get(broken.url + "/metrics").text
-    assert 'vgate_errors_total{endpoint="validate",reason="audit"} 1.0' in metrics
+    assert 'vgate_errors_total{endpoint="validate",reason="audit"} 2.0' in metrics
 
 
 def test_dry_runs_are_recorded_as_such(server):
