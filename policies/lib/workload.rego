@@ -73,6 +73,27 @@ judged_containers := [{"where": "pod (ephemeral)", "spec": obj.spec, "container"
 	not container.name in debugged_before
 ] if is_ephemeral_update
 
+# A pod UPDATE may change a container's image (the one container field a running pod lets change,
+# kubectl set image): the image rules judge each container whose image the request changes.
+is_pod_image_update if {
+	input.request.operation == "UPDATE"
+	is_pod
+	not input.request.subResource
+}
+
+image_judged_containers := judged_containers if not is_pod_image_update
+
+image_judged_containers := [{"where": "pod", "spec": obj.spec, "container": container} |
+	some field in ["initContainers", "containers"]
+	some container in object.get(obj.spec, field, [])
+	container.image != image_before(field, container.name)
+] if is_pod_image_update
+
+image_before(field, name) := container.image if {
+	some container in object.get(input.request, ["oldObject", "spec", field], [])
+	container.name == name
+}
+
 # Names of the ephemeral containers the pod had before this request.
 debugged_before contains container.name if {
 	some container in object.get(input.request, ["oldObject", "spec", "ephemeralContainers"], [])

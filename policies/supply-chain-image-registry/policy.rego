@@ -17,7 +17,7 @@ import rego.v1
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.image_of
 import data.vgate.lib.workload.is_sensitive
-import data.vgate.lib.workload.judged_containers
+import data.vgate.lib.workload.image_judged_containers
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.sensitive_label
 
@@ -40,7 +40,7 @@ untagged_or_latest(image) if {
 
 deny contains msg if {
 	count(registries) > 0
-	some judged in judged_containers
+	some judged in image_judged_containers
 	image := image_of(judged.container)
 	not startswith_any(image, registries)
 	msg := sprintf(
@@ -51,7 +51,7 @@ deny contains msg if {
 
 deny contains msg if {
 	is_sensitive
-	some judged in judged_containers
+	some judged in image_judged_containers
 	image := image_of(judged.container)
 	not pinned(image)
 	msg := sprintf(
@@ -62,7 +62,7 @@ deny contains msg if {
 
 warn contains msg if {
 	not is_sensitive
-	some judged in judged_containers
+	some judged in image_judged_containers
 	image := image_of(judged.container)
 	untagged_or_latest(image)
 	msg := sprintf(

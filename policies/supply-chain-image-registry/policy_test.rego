@@ -42,3 +42,21 @@ test_denies_an_ephemeral_container_from_another_registry if {
 	some violation in testing.denials("supply_chain_image_registry", testing.debug(testing.container_spec([]), [], added))
 	contains(violation, "debugger")
 }
+
+# kubectl set image: an UPDATE of a running pod that changes one container's image.
+image_update(before, after) := json.patch(
+	testing.review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", testing.running({
+		"containers": [{"name": "main", "image": after}, {"name": "side", "image": "registry.example.com/side:1"}]}, [])),
+	[{"op": "add", "path": "/request/oldObject", "value": testing.running({"containers": [
+		{"name": "main", "image": before}, {"name": "side", "image": "registry.example.com/side:1"}]}, [])}],
+)
+
+test_an_update_that_changes_an_image_to_another_registry_is_denied if {
+	update := image_update("registry.example.com/app:1", "docker.io/attacker/app:1")
+	some violation in testing.denials("supply_chain_image_registry", update)
+	contains(violation, `container main of pod uses image "docker.io/attacker/app:1"`)
+}
+
+test_an_update_that_keeps_the_images_is_not_judged_again if {
+	count(testing.denials("supply_chain_image_registry", image_update("docker.io/old:1", "docker.io/old:1"))) == 0
+}
