@@ -130,3 +130,15 @@ def test_replicas_append_to_the_shared_log_and_only_the_report_writer_holds_the_
     assert writer_volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
     assert writer_volumes["audit"]["persistentVolumeClaim"]["claimName"] == "vgate-audit"
     assert "certs" not in writer_volumes, "the report key is kept apart from the TLS key"
+
+
+def test_only_the_control_plane_and_monitoring_reach_the_webhook(rendered):
+    policy = rendered["NetworkPolicy/vgate"]["spec"]
+    assert policy["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgate"}
+    assert policy["policyTypes"] == ["Ingress"]
+    sources = [rule["from"][0] for rule in policy["ingress"]]
+    assert [list(source) for source in sources] == [["ipBlock"], ["namespaceSelector"]]
+    assert sources[1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    assert all(rule["ports"] == [{"port": 8443, "protocol": "TCP"}] for rule in policy["ingress"])
+    port = rendered["Deployment/vgate"]["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    assert port == 8443
