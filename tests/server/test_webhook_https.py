@@ -176,6 +176,21 @@ def test_oversized_body_gets_413(server):
     assert response.json() == {"error": "request body is larger than 3145728 bytes", "status": 413}
 
 
+def test_an_oversized_chunked_body_gets_413_and_is_recorded(server):
+    """No Content-Length to refuse by: the body is read to the cap and no further."""
+
+    def chunks():
+        for _ in range(64):  # 4 MiB, over the 3 MiB cap
+            yield b"x" * 65536
+
+    response = server.session.post(server.url + "/validate", data=chunks(), timeout=30,
+                                   headers={"Content-Type": "application/json", "X-Probe": "chunked-413"})
+    assert response.request.headers.get("Transfer-Encoding") == "chunked"
+    assert response.status_code == 413
+    assert response.json() == {"error": "request body is larger than 3145728 bytes", "status": 413}
+    assert server.decisions()[-1]["httpStatus"] == 413
+
+
 def test_unknown_paths_and_methods_are_json_errors(server):
     assert server.session.get(server.url + "/nope").json()["status"] == 404
     assert server.session.get(server.url + "/validate").json()["status"] == 405

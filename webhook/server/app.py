@@ -49,7 +49,7 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
         limit = gateway.config.server["maxBodyBytes"]
         request.max_content_length = limit
         try:
-            body = request.get_data(cache=False)
+            body = _read_body(limit)
         except RequestEntityTooLarge:
             error = RequestError(413, f"request body is larger than {limit} bytes")
             gateway.refuse(endpoint, error, started)
@@ -99,6 +99,23 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
 
 
 _DRAIN_FACTOR = 4
+
+
+def _read_body(limit: int) -> bytes:
+    """The body, at most ``limit`` bytes whatever its framing: a Content-Length over the limit is
+    refused before reading, and a chunked body (no Content-Length) is read only to limit + 1 bytes."""
+    if request.content_length is not None:
+        return request.get_data(cache=False)  # werkzeug refuses a Content-Length over the limit
+    stream, parts, size = request.stream, [], 0
+    while size <= limit:
+        part = stream.read(min(65536, limit + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    if size > limit:
+        raise RequestEntityTooLarge()
+    return b"".join(parts)
 
 
 def _drain_body(limit: int) -> None:
