@@ -45,6 +45,10 @@ class FakeDecisionLog:
     def __init__(self, broken: bool = False) -> None:
         self.records: list[dict[str, Any]] = []
         self.broken = broken
+        self.failures_in_a_row = 0
+
+    def probe(self) -> bool:
+        return not self.broken
 
     def record(self, entry: dict[str, Any]) -> None:
         if self.broken:
@@ -164,3 +168,15 @@ def test_the_decision_record_stays_bounded_and_metric_labels_come_from_a_fixed_s
     assert len(orjson.dumps(log.records[1])) < 20_000
     exposition = gate.metrics.exposition()[0].decode()
     assert 'kind="other"' in exposition and "Widgetw" not in exposition
+
+
+def test_a_replica_whose_log_keeps_failing_is_unready_until_the_log_takes_writes_again():
+    log = FakeDecisionLog(broken=True)
+    gate = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), log, "audit:\n  unreadyAfterFailures: 2\n")
+    gate.validate(body(pod()))
+    assert gate.audit_unready() is None  # one failure is not a trend
+    gate.validate(body(pod()))
+    assert gate.audit_unready() == "decision log unavailable: 2 writes failed in a row"
+    log.broken = False  # the volume is back: the probe succeeds, the replica is ready, no record written
+    assert gate.audit_unready() is None and log.records == []
+    assert gate.validate(body(pod()))["response"]["allowed"] is True and len(log.records) == 1

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import socket
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -58,6 +59,25 @@ class DecisionLog:
         self._fd: int | None = None
         self._hour: str | None = None
         self._prev = GENESIS
+        self.failures_in_a_row = 0  # kept by the gateway: /readyz drains the replica past a limit
+
+    def probe(self) -> bool:
+        """Whether the log's directory takes a durable write now (a scratch file, removed at once).
+
+        Lets a replica that stopped taking traffic after failed writes see that the volume is back
+        without writing a record that no decision made."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, scratch = tempfile.mkstemp(prefix=".probe-", dir=self.directory)
+            try:
+                os.write(fd, b"probe\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                os.unlink(scratch)
+        except OSError:
+            return False
+        return True
 
     @property
     def writer(self) -> str:

@@ -73,6 +73,9 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
     @app.get("/readyz")
     def readyz() -> Response:
         gateway, status = live.current, live.status
+        unready = gateway.audit_unready()
+        if unready:
+            return _error(503, unready)
         return json.response({"status": "ready", "policyRevision": gateway.revision,
                                   "policyEngine": gateway.engine.name, "config": gateway.config.source,
                                   "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})

@@ -137,8 +137,21 @@ class Gateway:
         except AuditError as exc:
             log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
             self.metrics.errors.labels(entry["endpoint"], "audit").inc()
+            self.decisions.failures_in_a_row += 1
             return False
+        self.decisions.failures_in_a_row = 0
         return True
+
+    def audit_unready(self) -> str | None:
+        """Why this replica should take no traffic: its decision log failed too often in a row and
+        still takes no write. None when ready (recovering by itself once the volume is back)."""
+        limit = self.config.document["audit"]["unreadyAfterFailures"]
+        if self.decisions is None or self.decisions.failures_in_a_row < limit:
+            return None
+        if self.decisions.probe():
+            self.decisions.failures_in_a_row = 0
+            return None
+        return f"decision log unavailable: {self.decisions.failures_in_a_row} writes failed in a row"
 
 
 # Every kind /validate or /mutate judges; anything else is counted as "other".
