@@ -11,7 +11,6 @@ Missing segments, broken chains and a missing predecessor are findings in the re
 from __future__ import annotations
 
 import csv
-import hashlib
 import heapq
 import itertools
 import os
@@ -19,6 +18,7 @@ import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -31,14 +31,14 @@ from ..audit.verify import Finding, segments, verify_segments
 from ..core import hours
 from ..policy.sources import RuleInfo, rule_catalogue
 from .closed_hours import NotReportable, check_reportable
-from .keys import load_private_key, sign
+from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
 from .render_csv import CSV_FIELDS, csv_row
 from .render_html import render_html
 from .render_json import write_json
 from .render_policy_reports import policy_report
-from .sums import SIGNATURE, SUMS, sha256_file
+from .sums import SUMS, digest_of, sign_files
 
 FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
 DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message", "error")
@@ -86,19 +86,24 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     out = hour_directory(reports_dir, hour)
     check_reportable(hour, now or datetime.now(timezone.utc), out, reissue=reissue_reason is not None)
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
-    staging = Path(reports_dir) / f"{STAGING_PREFIX}{hours.tag(hour)}-{os.getpid()}-{os.urandom(4).hex()}"
-    staging.mkdir(parents=True)
-    try:
+    with staging_directory(reports_dir, hours.tag(hour)) as staging:
         document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
                                 language)
-        sums = "".join(f"{sha256_file(staging / name)}  {name}\n" for name in FILES)
-        (staging / SUMS).write_text(sums)
-        (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
+        sign_files(staging, FILES, signing_key)
         publish(staging, out, superseding=document.get("reissue") is not None)
+    return out
+
+
+@contextmanager
+def staging_directory(reports_dir: str | Path, label: str) -> Iterator[Path]:
+    """A fresh directory on the reports volume to build a report in; removed if the build fails."""
+    staging = Path(reports_dir) / f"{STAGING_PREFIX}{label}-{os.getpid()}-{os.urandom(4).hex()}"
+    staging.mkdir(parents=True)
+    try:
+        yield staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return out
 
 
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
@@ -136,7 +141,7 @@ def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
         return None
     version = len(list((out / SUPERSEDED).glob("*"))) + 2 if (out / SUPERSEDED).is_dir() else 2
     return {"version": version, "reason": reason,
-            "supersedes": hashlib.sha256((out / SUMS).read_bytes()).hexdigest()}
+            "supersedes": digest_of(out)}
 
 
 def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
@@ -238,11 +243,11 @@ def _count(totals: HourTotals, record: dict[str, Any]) -> None:
 
 def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Finding]) -> dict[str, Any] | None:
     before = hour - timedelta(hours=1)
-    sums = hour_directory(reports_dir, before) / SUMS
-    if not sums.is_file():
-        integrity.append(Finding(str(sums.parent), None, f"no report for the previous hour {hours.label(before)}"))
+    directory = hour_directory(reports_dir, before)
+    if not (directory / SUMS).is_file():
+        integrity.append(Finding(str(directory), None, f"no report for the previous hour {hours.label(before)}"))
         return None
-    return {"hour": hours.label(before), "sha256sumsDigest": hashlib.sha256(sums.read_bytes()).hexdigest()}
+    return {"hour": hours.label(before), "sha256sumsDigest": digest_of(directory)}
 
 
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],

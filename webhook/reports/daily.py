@@ -9,9 +9,6 @@ an hour replaced afterwards no longer matches. ``reports/YYYY/MM/DD/daily/`` hol
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 from collections import Counter, defaultdict
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -19,12 +16,11 @@ from typing import Any
 
 import orjson
 
-from ..audit.verify import Finding
 from ..core import hours
-from .build import STAGING_PREFIX, hour_directory, publish
+from .build import hour_directory, publish, staging_directory
 from .closed_hours import NotReportable, last_closed_hour
-from .keys import Ed25519PublicKey, load_private_key, sign, signature_valid
-from .sums import SIGNATURE, SUMS, sha256_file
+from .keys import load_private_key
+from .sums import SUMS, digest_of, sign_files
 
 DAILY = "daily"
 _COUNTS = ("deny", "warn", "audit", "excepted")
@@ -51,18 +47,11 @@ def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: d
     if (out / SUMS).exists():
         raise NotReportable(f"the daily report of {day} exists ({out}) and is never rewritten", usage=False)
     signing_key = load_private_key(key_path)
-    staging = Path(reports_dir) / f"{STAGING_PREFIX}{day:%Y%m%d}-daily-{os.getpid()}-{os.urandom(4).hex()}"
-    staging.mkdir(parents=True)
-    try:
+    with staging_directory(reports_dir, f"{day:%Y%m%d}-daily") as staging:
         document = summarise(day, reports_dir)
         (staging / "report.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
-        sums = f"{sha256_file(staging / 'report.json')}  report.json\n"
-        (staging / SUMS).write_text(sums)
-        (staging / SIGNATURE).write_bytes(sign(signing_key, sums.encode()))
+        sign_files(staging, ("report.json",), signing_key)
         publish(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out
 
 
@@ -79,7 +68,7 @@ def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
         if not (directory / SUMS).is_file():
             findings.append(f"{directory}: no report for hour {hours.label(hour)}")
             continue
-        hourly.append({"hour": hours.label(hour), "sha256sumsDigest": _digest(directory)})
+        hourly.append({"hour": hours.label(hour), "sha256sumsDigest": digest_of(directory)})
         report = orjson.loads((directory / "report.json").read_bytes())
         totals.update({"decisions": report["totals"]["decisions"], "denials": report.get("denialCount", 0),
                        "errors": report.get("errorCount", 0), "dryRuns": report["totals"].get("dryRuns", 0)})
@@ -103,33 +92,10 @@ def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
         "controls": sorted(controls.values(), key=lambda c: c["control"]),
         "exceptionsUsed": {name: dict(counts) for name, counts in sorted(exceptions.items())},
         "hourlyReports": hourly,
-        "previousDay": {"day": (day - timedelta(days=1)).isoformat(), "sha256sumsDigest": _digest(previous)}
+        "previousDay": {"day": (day - timedelta(days=1)).isoformat(), "sha256sumsDigest": digest_of(previous)}
         if (previous / SUMS).is_file() else None,
         "integrity": {"ok": not findings, "findings": findings},
     }
-
-
-def verify_daily(reports_dir: str | Path, key: Ed25519PublicKey, accepted: Any) -> list[Finding]:
-    """Each daily report: checksum, signature, and every hourly digest it signed still the hour's
-    (``accepted(hour_directory)`` gives the digests an hour may have: its own and superseded ones)."""
-    findings = []
-    for sums_path in sorted(Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}")):
-        directory = sums_path.parent
-        sums = sums_path.read_bytes()
-        signature = directory / SIGNATURE
-        if not signature.is_file() or not signature_valid(key, sums, signature.read_bytes()):
-            findings.append(Finding(str(signature), None, "the daily report's signature does not verify"))
-        digest, _, _ = sums.decode().partition("  ")
-        if not (directory / "report.json").is_file() or sha256_file(directory / "report.json") != digest:
-            findings.append(Finding(str(directory / "report.json"), None, "checksum does not match SHA256SUMS"))
-            continue
-        report = orjson.loads((directory / "report.json").read_bytes())
-        for hourly in report["hourlyReports"]:
-            hour_dir = hour_directory(reports_dir, hours.from_label(hourly["hour"]))
-            if hourly["sha256sumsDigest"] not in accepted(hour_dir):
-                findings.append(Finding(str(hour_dir), None, f"the report of {hourly['hour']} is not the one the "
-                                        f"daily report of {report['day']} signed (replaced or deleted)"))
-    return findings
 
 
 def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:
@@ -138,7 +104,3 @@ def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:
             for p in Path(reports_dir).glob(f"*/*/*/*/{SUMS}") if p.parent.name != DAILY}
     return sorted(day for day in days if day_hours(day)[-1] <= until
                   and all((hour_directory(reports_dir, h) / SUMS).is_file() for h in day_hours(day)))
-
-
-def _digest(directory: Path) -> str:
-    return hashlib.sha256((directory / SUMS).read_bytes()).hexdigest()

@@ -15,10 +15,10 @@ from ..audit.log import SEGMENT
 from ..audit.verify import Finding
 from ..core import hours
 from .build import STAGING_PREFIX, SUPERSEDED, hour_directory
-from .daily import complete_days, daily_directory, verify_daily
+from .daily import DAILY, complete_days, daily_directory
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
-from .sums import SIGNATURE, SUMS, sha256_file
+from .sums import SIGNATURE, SUMS, digest_of, sha256_file
 
 
 def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: datetime | None = None,
@@ -42,7 +42,7 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
     for leftover in sorted(Path(reports_dir).glob(STAGING_PREFIX + "*")):
         findings.append(Finding(str(leftover), None, "an interrupted report build left this behind (never published)"))
-    findings += verify_daily(reports_dir, key, _digests)
+    findings += _verify_daily_reports(reports_dir, key)
     over_by = until or (reported[-1] if reported else datetime.min.replace(tzinfo=timezone.utc))
     for day in complete_days(reports_dir, over_by):
         if not (daily_directory(reports_dir, day) / SUMS).is_file():
@@ -105,7 +105,23 @@ def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Findi
 def _digests(directory: Path) -> set[str]:
     """The SHA256SUMS digests of an hour's report and of each version it superseded."""
     versions = [directory, *sorted((directory / SUPERSEDED).glob("*"))]
-    return {hashlib.sha256((v / SUMS).read_bytes()).hexdigest() for v in versions if (v / SUMS).is_file()}
+    return {digest_of(version) for version in versions if (version / SUMS).is_file()}
+
+
+def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> list[Finding]:
+    """Each daily report's checksum and signature, and every hourly digest it signed still the hour's
+    (or a version that hour superseded)."""
+    findings: list[Finding] = []
+    for sums_path in sorted(Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}")):
+        report = _verify_version(sums_path.parent, key, findings)
+        if report is None:
+            continue
+        for hourly in report.get("hourlyReports", []):
+            hour_dir = hour_directory(reports_dir, hours.from_label(hourly["hour"]))
+            if hourly["sha256sumsDigest"] not in _digests(hour_dir):
+                findings.append(Finding(str(hour_dir), None, f"the report of {hourly['hour']} is not the one the "
+                                        f"daily report of {report['day']} signed (replaced or deleted)"))
+    return findings
 
 
 def _within(first: datetime | None, last: datetime | None) -> Any:
