@@ -16,7 +16,7 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from ..core.admission import Decision, decode_review
+from ..core.admission import AdmissionRequest, Decision, decode_review
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.mutation import Mutation, mutate
@@ -74,26 +74,31 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
     if cluster is not None:
         return _admit_through_chain(manifest, config, engine, exceptions, cluster, **review_options)
     review = review_for(manifest, **review_options)
-    depth = config.server["maxJsonDepth"]
     submitted = review["request"]["object"]
-    mutation = mutate(decode_review(orjson.dumps(review), depth), config)
+    mutation = mutate(_request(review, config), config)
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
-    body = orjson.dumps(review)
-    verdict = validate(decode_review(body, depth), engine, config, exceptions, now=datetime.now(timezone.utc))
-    return OfflineResult(submitted, mutation, mutated, verdict)
+    return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions))
+
+
+def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:
+    """The review through the webhook's own codec, as the server would receive it."""
+    return decode_review(orjson.dumps(review), config.server["maxJsonDepth"])
+
+
+def _judge(review: dict[str, Any], config: Config, engine: PolicyEngine,
+           exceptions: Sequence[PolicyException]) -> Validation:
+    return validate(_request(review, config), engine, config, exceptions, now=datetime.now(timezone.utc))
 
 
 def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
                          exceptions: Sequence[PolicyException], cluster: Cluster, **options: Any) -> OfflineResult:
     operation = options.pop("operation", "CREATE")
     namespace = options.pop("namespace", None) or (manifest.get("metadata") or {}).get("namespace") or "default"
-    depth = config.server["maxJsonDepth"]
     passes: list[Mutation] = []
 
     def vgate(obj: dict[str, Any]) -> list[dict[str, Any]]:
-        review = orjson.dumps(review_for(obj, namespace=namespace, **options))
-        passes.append(mutate(decode_review(review, depth), config))
+        passes.append(mutate(_request(review_for(obj, namespace=namespace, **options), config), config))
         return passes[-1].patch
 
     delivery = deliver(manifest, namespace, operation, cluster, vgate)
@@ -103,7 +108,5 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
         return OfflineResult(manifest, mutation, delivery.final, Validation(refusal), delivery)
     if not cluster.calls_vgate(namespace):
         return OfflineResult(manifest, mutation, delivery.final, Validation(Decision(), exempt=True), delivery)
-    old = copy.deepcopy(delivery.final) if operation == "UPDATE" else None
-    body = orjson.dumps(review_for(delivery.final, operation=operation, namespace=namespace, old_object=old, **options))
-    verdict = validate(decode_review(body, depth), engine, config, exceptions, now=datetime.now(timezone.utc))
-    return OfflineResult(manifest, mutation, delivery.final, verdict, delivery)
+    review = review_for(delivery.final, operation=operation, namespace=namespace, **options)
+    return OfflineResult(manifest, mutation, delivery.final, _judge(review, config, engine, exceptions), delivery)
