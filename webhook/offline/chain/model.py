@@ -127,12 +127,14 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
     obj.setdefault("metadata", {})["namespace"] = namespace
     steps: list[Step] = []
 
-    def step(name: str, source: str, change: Callable[[dict[str, Any]], None]) -> None:
+    def step(name: str, source: str, change: Callable[[dict[str, Any]], None]) -> bool:
+        """Apply one link of the chain; record and say whether it changed the object."""
         before = copy.deepcopy(obj)
         change(obj)
         patch = jsonpatch.make_patch(before, obj).patch
         if patch:
             steps.append(Step(name, source, patch, before))
+        return bool(patch)
 
     step("API server defaulting", default.source, default)
     is_pod_create = operation == "CREATE" and (group, kind) == ("", "Pod")
@@ -148,13 +150,12 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
     first_patch: list[dict[str, Any]] = []
     vgate_ran = changed_after_vgate = False
     for webhook in _webhooks(group, kind, namespace, cluster, vgate_called):
-        before = copy.deepcopy(obj)
         if webhook.name == VGATE_WEBHOOK:
             first_patch, vgate_ran = vgate(obj), True
-            step(f"webhook {webhook.name}", webhook.source, _applying(first_patch))
+            changed = step(f"webhook {webhook.name}", webhook.source, _applying(first_patch))
         else:
-            step(f"webhook {webhook.name}", webhook.source, webhook.mutate)
-        if obj != before:
+            changed = step(f"webhook {webhook.name}", webhook.source, webhook.mutate)
+        if changed:
             step(f"API server defaulting (after {webhook.name})", default.source, default)
             changed_after_vgate = changed_after_vgate or (vgate_ran and webhook.name != VGATE_WEBHOOK)
     if changed_after_vgate:
@@ -201,7 +202,7 @@ def _default_template(obj: dict[str, Any], kind: str) -> None:
         core_defaults.default_pod_spec(template["spec"])
 
 
-def _run_plugins(step: Callable[..., None], cluster: Cluster, again: bool = False) -> None:
+def _run_plugins(step: Callable[..., bool], cluster: Cluster, again: bool = False) -> None:
     suffix = " (again, before the reinvocation)" if again else ""
     step("ServiceAccount admission" + suffix, _K8S + "plugin/pkg/admission/serviceaccount", plugins.service_account)
     step("Priority admission" + suffix, _K8S + "plugin/pkg/admission/priority",
@@ -220,7 +221,7 @@ class _Webhook:
 def _webhooks(group: str, kind: str, namespace: str, cluster: Cluster, vgate_called: bool) -> list[_Webhook]:
     """The mutating webhooks that match, in the API server's order (configuration name, then list)."""
     hooks: list[tuple[str, _Webhook]] = []
-    if vgate_called and (group, kind) in _VGATE_MUTATES:
+    if vgate_called:
         hooks.append(("vgate", _Webhook(VGATE_WEBHOOK, _VGATE_SOURCE, lambda o: None)))
     if cluster.with_volcano:
         annotations = (cluster.namespaces.get(namespace) or {}).get("annotations") or {}
