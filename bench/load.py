@@ -1,11 +1,12 @@
 """Load test for vgate: keep-alive HTTPS, bounded request count, configurable concurrency.
 
-Starts `vgate serve` (gunicorn, TLS, the shipped config and policies) on a loopback port and
-drives it with ApacheBench (`ab`, Debian package apache2-utils): a C client, so on a 2-core
-machine it leaves the server most of the CPU, where a Python client would take half. For each
+Starts `vgate serve` twice, on granian (the chosen stack) and on gunicorn (gthread), each with TLS,
+the shipped config and policies, on loopback ports, and drives them one at a time with
+ApacheBench (`ab`, Debian package apache2-utils): a C client, so on a 2-core machine it leaves
+the server most of the CPU, where a Python client would take half. For each
 endpoint it sends --requests requests over --concurrency keep-alive connections and reports
-req/s, p50 and p99. The floor is the no-op GET /healthz on the same server, measured in the
-same run; the figures that matter are the ratios to it, because this machine is noisy.
+req/s, p50 and p99. The floor is the no-op GET /healthz of each server, measured in the same
+run; the figures that matter are the ratios to them, because this machine is noisy.
 
     apt-get install apache2-utils
     python bench/load.py --requests 3000 --rounds 3 --concurrency 8
@@ -144,6 +145,7 @@ def start_server(
     workers: int,
     threads: int,
     policies: Path = ROOT / "policies",
+    server_kind: str = "granian",
 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log."""
     import socket
@@ -172,6 +174,8 @@ def start_server(
             str(workers),
             "--threads",
             str(threads),
+            "--server",
+            server_kind,
         ],
         cwd=workdir.name,
         stdout=subprocess.DEVNULL,
@@ -197,7 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=3000, help="requests per endpoint (bounded count)")
     parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections in flight")
-    parser.add_argument("--threads", type=int, default=2, help="threads per server worker")
+    parser.add_argument("--threads", type=int, default=2, help="app threads per worker, both servers")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="server worker processes")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
@@ -207,49 +211,60 @@ def main() -> None:
         raise SystemExit("ab not found: apt-get install apache2-utils")
     sensitive = admission_review(realistic_pod())
     typical = admission_review(typical_pod())
-    server, port, _, workdir = start_server(args.workers, args.threads)
-    base = f"https://127.0.0.1:{port}"
+    servers = {
+        "granian": start_server(args.workers, args.threads, server_kind="granian"),
+        "gunicorn": start_server(args.workers, args.threads, server_kind="gunicorn"),
+    }
+    bases = {kind: f"https://127.0.0.1:{port}" for kind, (_, port, _, _) in servers.items()}
     try:
         targets = [
-            ("floor  GET /healthz (no-op)", "/healthz", None),
-            ("POST /mutate   sensitive pod", "/mutate", sensitive),
-            ("POST /validate sensitive pod", "/validate", sensitive),
-            ("POST /mutate   typical pod", "/mutate", typical),
-            ("POST /validate typical pod", "/validate", typical),
+            ("granian  floor GET /healthz", "granian", "/healthz", None),
+            ("granian  POST /mutate   sensitive", "granian", "/mutate", sensitive),
+            ("granian  POST /validate sensitive", "granian", "/validate", sensitive),
+            ("granian  POST /mutate   typical", "granian", "/mutate", typical),
+            ("granian  POST /validate typical", "granian", "/validate", typical),
+            ("gunicorn floor GET /healthz", "gunicorn", "/healthz", None),
+            ("gunicorn POST /validate sensitive", "gunicorn", "/validate", sensitive),
         ]
-        measure(base + "/validate", sensitive, 500, args.concurrency)  # warm every worker and thread
+        for base in bases.values():
+            measure(base + "/validate", sensitive, 500, args.concurrency)  # warm every worker and thread
         print(
             f"bodies {len(sensitive)} and {len(typical)} bytes, {args.requests} requests per endpoint and round, "
             f"{args.rounds} interleaved rounds (medians shown), concurrency {args.concurrency}, "
-            f"{args.workers} workers x {args.threads} threads, {os.cpu_count()} cores shared with the client"
+            f"{args.workers} workers per server x {args.threads} threads, "
+            f"{os.cpu_count()} cores shared with the client; one server measured at a time"
         )
-        rounds: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in targets}
+        rounds: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in targets}
         for _ in range(args.rounds):  # interleaved, so drift in the machine's speed hits every target alike
-            for name, path, payload in targets:
-                rounds[name].append(measure(base + path, payload, args.requests, args.concurrency))
+            for name, kind, path, payload in targets:
+                rounds[name].append(measure(bases[kind] + path, payload, args.requests, args.concurrency))
         results = {
             name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in rounds.items()
         }
-        for name, _, _ in targets:
+        for name, *_ in targets:
             r = results[name]
             spread = "/".join(f"{run['rps']:.0f}" for run in rounds[name])
             print(
-                f"{name:30s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
+                f"{name:34s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
                 f"   (rounds: {spread} req/s)"
             )
-        floor = results[targets[0][0]]
-        for name in (t[0] for t in targets[1:]):
-            r = results[name]
-            print(
-                f"{name:30s} throughput {r['rps'] / floor['rps']:.2f}x floor, "
-                f"p99 {r['p99_ms'] / floor['p99_ms']:.2f}x floor"
-            )
+        floors = {kind: results[f"{kind:8s} floor GET /healthz"] for kind in servers}
+        for name, kind, path, _ in targets:
+            if path == "/healthz":
+                continue
+            r, own = results[name], floors[kind]
+            line = f"{name:34s} throughput {r['rps'] / own['rps']:.2f}x"
+            line += f", p99 {r['p99_ms'] / own['p99_ms']:.2f}x its floor"
+            other = floors["gunicorn" if kind == "granian" else "granian"]
+            line += f"; throughput {r['rps'] / other['rps']:.2f}x the other stack's floor"
+            print(line)
         if args.json:
             print(json.dumps(results, indent=2))
     finally:
-        server.terminate()
-        server.wait(timeout=20)
-        workdir.cleanup()
+        for server, _, _, workdir in servers.values():
+            server.terminate()
+            server.wait(timeout=30)
+            workdir.cleanup()
 
 
 if __name__ == "__main__":

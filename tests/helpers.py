@@ -71,11 +71,12 @@ def free_port() -> int:
 
 
 class Server:
-    """A `vgate serve` process (gunicorn, TLS) on a free loopback port."""
+    """A `vgate serve` process (granian, TLS) on a free loopback port."""
 
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
                  workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = (),
-                 audit_dir: Path | None = None, hourly_reports: bool = False) -> None:
+                 audit_dir: Path | None = None, hourly_reports: bool = False,
+                 client_cert: tuple[str, str] | None = None) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
@@ -117,6 +118,7 @@ class Server:
         self.session = requests.Session()
         self.session.verify = str(self.ca)
         self.session.trust_env = False  # else REQUESTS_CA_BUNDLE from the environment overrides verify
+        self.session.cert = client_cert  # what the API server presents when server.clientCA is set
         try:
             self._wait_ready()
         except BaseException:

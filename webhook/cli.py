@@ -53,7 +53,10 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--workers", default=os.cpu_count() or 1, show_default="one per core", type=click.IntRange(1, 64),
               help="Worker processes (policy evaluation scales with processes, not threads).")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
-              help="Threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
+              help="App threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
+@click.option("--server", "server_kind", type=click.Choice(["granian", "gunicorn"]), default="granian",
+              show_default=True, help="granian: slow clients cannot starve it (README, Serving); gunicorn (gthread): "
+                                      "kept for comparison, a thread per connection.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
 @click.option("--opa-url", help="Evaluate on this OPA server (Data API) instead of in process, e.g. http://127.0.0.1:8181.")
 @click.option("--opa-timeout", default=2.0, show_default=True, type=click.FloatRange(0.05, 30),
@@ -63,28 +66,29 @@ def certs(out: str, service: str, namespace: str, days: int) -> None:
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          access_log: bool, opa_url: str | None, opa_timeout: float, hourly_reports: bool,
+          server_kind: str, access_log: bool, opa_url: str | None, opa_timeout: float, hourly_reports: bool,
           reload_interval: float) -> None:
-    """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with gunicorn.
+    """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with granian.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
-    change; an invalid new set is refused and the old one keeps serving.
+    change; an invalid new set is refused and the old one keeps serving. The server's connection
+    settings (timeouts, connection cap, clientCA) are read at start.
     """
     from .server.log_format import configure
 
     configure()
-    # Must precede the first import of prometheus_client: workers are forked from this process.
+    # Must precede the first import of prometheus_client: every worker writes its samples there.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
-    from .server.gunicorn import ServeOptions, VgateServer
-    from .server.metrics import Metrics
+    from .server.metrics import Metrics, forget_this_process
     from .server.reload import RELOAD_TOKEN_ENV
     from .server.wiring import Settings, build_app, load_gateway
 
-    settings = Settings(config_path, policy_dir, opa_url, opa_timeout, reload_interval, hourly_reports)
+    settings = Settings(config_path, policy_dir, opa_url, opa_timeout, reload_interval, hourly_reports, threads)
     try:
-        load_gateway(settings, Metrics(), audit=False)
+        server_config = load_gateway(settings, Metrics(), audit=False).config.server
     except SourceError as error:
         raise click.ClickException(str(error)) from None
+    forget_this_process()
     paths = CertPaths.under(cert_dir)
     if not paths.exist():
         write_certs(cert_dir, "vgate", "vgate-system")
@@ -93,9 +97,19 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     token.touch()
     os.environ[RELOAD_TOKEN_ENV] = str(token)
 
-    log.info("serving on https://%s with %d workers", bind, workers)
-    options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
-    VgateServer(lambda: build_app(settings), options).run()
+    log.info("serving on https://%s with %d workers (%s)", bind, workers, server_kind)
+    if server_kind == "gunicorn":
+        from .server.gunicorn import ServeOptions, VgateServer
+
+        options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
+        VgateServer(lambda: build_app(settings), options).run()
+        return
+    from .server.granian_server import Limits
+    from .server.granian_server import serve as serve_granian
+
+    limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
+                    server_config["clientCA"])
+    serve_granian(settings, bind, workers, paths, limits, access_log)
 
 
 @main.command("test")

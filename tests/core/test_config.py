@@ -8,10 +8,12 @@ from webhook.core.config import DEFAULT_CONFIG_PATH, load_config, parse_config
 from webhook.core.errors import ConfigError
 
 
-def test_empty_config_gets_every_default_from_the_schema():
-    config = parse_config("")
+def test_an_empty_mapping_gets_every_default_from_the_schema():
+    config = parse_config("{}")
     assert config.server == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny",
-                             "maxContainersPerPod": 256, "maxTasksPerJob": 256}
+                             "maxContainersPerPod": 256, "maxTasksPerJob": 256, "bodyReadTimeoutSeconds": 10,
+                             "headerReadTimeoutSeconds": 30, "maxConnectionsPerWorker": 1024, "clientCA": None,
+                             "evaluationTimeoutSeconds": 2, "policyLoadTimeoutSeconds": 20}
     assert config.qos["memory"]["guaranteed"]["limit"] == "4Gi"
     assert config.queue("default").namespaces == ("*",)
     assert config.document["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
@@ -35,6 +37,9 @@ def test_shipped_example_config_loads():
     ("reports:\n  retentionDays: 183\n", 2, "183 is less than the minimum of 184"),
     ("exemptNamespaces: [kube-*]\n", 1, "exemptNamespaces/0: 'kube-*' does not match"),
     ("- a list\n", 1, "must be a mapping"),
+    ("42\n", 1, "must be a mapping"),
+    ("", 1, "the config is empty"),
+    ("# only a comment\n", 1, "the config is empty"),
     ("a: [1,\n", 2, "invalid YAML"),
 ])
 def test_invalid_configs_name_the_line_and_reason(text, line, reason):

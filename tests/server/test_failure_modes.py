@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH
 
@@ -129,3 +130,71 @@ def test_vgate_test_reports_a_sample_whose_evaluation_fails(tmp_path):
     assert result.returncode == 1
     assert f"FAIL sample {policies}/explodes/samples/denied-boom.yaml: expected explodes" in result.stdout
     assert "Traceback" not in result.stderr + result.stdout
+
+
+# Slow for one input: the RVM stops at its instruction budget and the interpreter, which has none,
+# would count to the annotation's number while holding the GIL of its process.
+SLOW_RULE = """package vgate.rules.slow
+
+import rego.v1
+
+deny contains {"rule": "slow", "msg": "counted"} if {
+\tn := to_number(input.request.object.metadata.annotations.count)
+\tcount([x | some x in numbers.range(1, n)]) < 0
+}
+"""
+
+# Slow for every input, so already while the policy set is compiled and warmed up.
+SLOW_AT_LOAD = """package vgate.rules.slow_load
+
+import rego.v1
+
+deny contains {"rule": "slow-load", "msg": "counted"} if {
+\tcount([x | some x in numbers.range(1, 300000000)]) < 0
+}
+"""
+
+
+def with_rule(tmp_path, name: str, text: str):
+    policies = copy_policies(tmp_path / "policies")
+    (policies / name).mkdir()
+    (policies / name / "policy.rego").write_text(text)
+    return policies
+
+
+def server_config(**server: object) -> str:
+    """The shipped config with these ``server`` keys set."""
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["server"].update(server)
+    return yaml.safe_dump(document)
+
+
+@pytest.mark.parametrize("failure_mode", ["deny", "allow"])
+def test_an_evaluation_past_its_deadline_is_stopped_answered_per_failure_mode_and_recorded(
+        tmp_path, start_server, failure_mode):
+    server = start_server(policies=with_rule(tmp_path, "slow", SLOW_RULE), workers=1,
+                          config_text=server_config(failureMode=failure_mode, evaluationTimeoutSeconds=0.5))
+    slow = review(pod(annotations={"count": "400000000"}), uid="slow-1")
+    response = server.post("/validate", slow).json()["response"]
+    reason = "policy evaluation took longer than server.evaluationTimeoutSeconds (0.5 s) and was stopped"
+    if failure_mode == "deny":
+        assert response["allowed"] is False and response["status"]["code"] == 500
+        assert reason in response["status"]["message"]
+    else:
+        assert response["allowed"] is True and reason in response["warnings"][0]
+    record = next(r for r in server.decisions() if r.get("uid") == "slow-1")
+    assert record["decision"] == "error" and reason in record["error"]
+    # The worker was never held: the next requests are answered by a fresh evaluator.
+    for uid in ("fast-1", "fast-2"):
+        fast = server.post("/validate", review(pod(annotations={"count": "10"}), uid=uid)).json()["response"]
+        assert fast["allowed"] is True, fast
+    assert server.session.get(server.url + "/healthz", timeout=2).status_code == 200
+
+
+def test_a_policy_set_slow_to_load_is_refused_at_start(tmp_path):
+    config = tmp_path / "vgate.yaml"
+    config.write_text(server_config(policyLoadTimeoutSeconds=1))
+    result = serve_fails("--config", str(config), "--policies", str(with_rule(tmp_path, "slow_load", SLOW_AT_LOAD)))
+    assert result.returncode == 1
+    assert "compiling and warming up the policy set took longer than server.policyLoadTimeoutSeconds (1 s)" in (
+        result.stderr), result.stderr

@@ -60,7 +60,7 @@ DENIED = Evaluation(PolicyResult((Violation("security-privileged-container", "Po
                     "fake")
 
 
-def gateway(engine: FakeEngine, log: FakeDecisionLog, config_text: str = "") -> Gateway:
+def gateway(engine: FakeEngine, log: FakeDecisionLog, config_text: str = "{}") -> Gateway:
     return Gateway(parse_config(config_text), engine, log, [], Path("policies"), Metrics())  # type: ignore[arg-type]
 
 

@@ -43,6 +43,8 @@ def test_policy_changes_are_picked_up_and_broken_ones_refused(tmp_path, start_se
     red = review(pod(labels={"colour": "red"}))
     first = server.session.get(server.url + "/readyz").json()["policyRevision"]
     assert allowed_on_every_worker(server, red) == {True}
+    # A healthy server says so: the gauge is the minimum over live workers only (not the master's).
+    assert "vgate_config_last_reload_successful 1.0" in server.session.get(server.url + "/metrics").text
 
     (policies / "no-red").mkdir()
     (policies / "no-red" / "policy.rego").write_text(BLOCK_RED)
@@ -88,3 +90,38 @@ def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
         )
 
     assert eventually(lambda: all(queue_is_batch() for _ in range(6))), server.output()
+
+
+def test_an_empty_config_is_refused_on_reload_and_the_old_one_keeps_serving(start_server):
+    """An empty file (a truncated write, a wrong mount) is not "every default": that would drop the
+    registry allow-list and every other setting without a word."""
+    from test_failure_modes import server_config
+
+    config = server_config().replace("allowedRegistries: []", "allowedRegistries: [registry.example.com/]")
+    server = start_server(workers=1, config_text=config, extra_args=("--reload-interval", "0.3"))
+    untrusted = review(pod(containers=[{"name": "c", "image": "docker.io/evil/miner:latest"}]))
+    assert server.post("/validate", untrusted).json()["response"]["allowed"] is False
+    server.config_path.write_text("")
+    ready = eventually(
+        lambda: (r := server.session.get(server.url + "/readyz").json())["lastReload"]["ok"] is False and r
+    )
+    assert ready and "vgate.yaml:1: the config is empty" in ready["lastReload"]["error"], server.output()
+    assert server.post("/validate", untrusted).json()["response"]["allowed"] is False
+
+
+def test_a_policy_set_slow_to_load_is_refused_on_reload(tmp_path, start_server):
+    from test_failure_modes import SLOW_AT_LOAD, server_config
+
+    policies = copy_policies(tmp_path / "policies")
+    server = start_server(policies=policies, workers=1, config_text=server_config(policyLoadTimeoutSeconds=1),
+                          extra_args=("--reload-interval", "0.3"))
+    revision = server.session.get(server.url + "/readyz").json()["policyRevision"]
+    (policies / "slow_load").mkdir()
+    (policies / "slow_load" / "policy.rego").write_text(SLOW_AT_LOAD)
+    ready = eventually(
+        lambda: (r := server.session.get(server.url + "/readyz").json())["lastReload"]["ok"] is False and r
+    )
+    assert ready, server.output()
+    assert "took longer than server.policyLoadTimeoutSeconds (1 s)" in ready["lastReload"]["error"]
+    assert ready["policyRevision"] == revision
+    assert server.post("/validate", review(pod())).json()["response"]["allowed"] is True

@@ -1,4 +1,4 @@
-"""End to end: a real `vgate serve` (gunicorn, TLS) answering over HTTPS.
+"""End to end: a real `vgate serve` (granian, TLS) answering over HTTPS.
 
 The certificate is verified against the CA `vgate certs` wrote; bodies are real AdmissionReviews.
 """
@@ -14,7 +14,11 @@ import ssl
 import jsonpatch
 import pytest
 import requests
+import yaml
 from cryptography import x509
+
+from webhook.core.config import DEFAULT_CONFIG_PATH
+from webhook.server.certs import write_certs
 
 from helpers import pod, review
 
@@ -245,3 +249,24 @@ def test_warn_results_become_admission_warnings(tmp_path, start_server):
         "action": "warn",
         "message": "container web uses a :latest image: pin a version",
     } in record["rules"]
+
+
+def test_with_client_ca_only_callers_with_a_certificate_from_it_get_an_answer(tmp_path, start_server):
+    """server.clientCA: mutual TLS, as the API server does with a kubeconfig naming a client certificate."""
+    apiserver = write_certs(tmp_path / "apiserver", "kube-apiserver", "kube-system", client=True)
+    stranger = write_certs(tmp_path / "stranger", "kube-apiserver", "kube-system", client=True)
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["server"]["clientCA"] = str(apiserver.ca)
+    server = start_server(config_text=yaml.safe_dump(document), workers=1,
+                          client_cert=(str(apiserver.cert), str(apiserver.key)))
+    body = json.dumps(review(pod(), uid="mtls"))
+    headers = {"Content-Type": "application/json"}
+
+    answered = server.session.post(server.url + "/validate", data=body, headers=headers, timeout=5)
+    assert answered.status_code == 200 and answered.json()["response"]["uid"] == "mtls"
+    for cert in (None, (str(stranger.cert), str(stranger.key))):
+        with requests.Session() as caller:
+            caller.verify, caller.cert, caller.trust_env = str(server.ca), cert, False
+            with pytest.raises(requests.exceptions.ConnectionError):
+                caller.post(server.url + "/validate", data=body, headers=headers, timeout=5)
+    assert [r["uid"] for r in server.decisions() if r.get("uid")] == ["mtls"]

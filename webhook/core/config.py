@@ -118,8 +118,8 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         line = mark.line + 1 if mark is not None else None
         reason = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(source, line, f"invalid YAML: {reason}") from exc
-    if document is None:
-        document = {}
+    if document is None:  # an empty file, or one of comments: a truncated write or a wrong mount, not "defaults"
+        raise ConfigError(source, 1, "the config is empty; write {} to mean every default")
     if not isinstance(document, dict):
         raise ConfigError(source, 1, "the config must be a mapping at the top level")
     error = jsonschema.exceptions.best_match(_validator().iter_errors(document))

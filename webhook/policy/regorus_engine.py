@@ -114,18 +114,27 @@ class RegorusEngine:
 
     def evaluate(self, request: EngineInput) -> Evaluation:
         """The RVM's answer, or the interpreter's when the RVM has none (refused, budget, undefined)."""
+        answer, engine, fallback = self.answer(request.raw)
+        return Evaluation(parse_result(answer), engine, fallback)
+
+    def answer(self, raw: bytes) -> tuple[Any, str, str | None]:
+        """The unchecked result object, the engine that gave it, and why the RVM did not (if it did not)."""
         engines = self._engines_for_this_thread()
-        text = request.raw.decode("utf-8")
+        text = raw.decode("utf-8")
         fallback = "the RVM cannot compile this policy set" if engines.vm is None else None
         if engines.vm is not None:
             answer, fallback = engines.run_vm(text)
             if answer is not None:
-                return Evaluation(parse_result(answer), "rvm")
-        return Evaluation(parse_result(engines.run_interpreter(text)), "interpreter", fallback)
+                return answer, "rvm", None
+        return engines.run_interpreter(text), "interpreter", fallback
 
     def evaluate_interpreted(self, request: EngineInput) -> PolicyResult:
         """The interpreter's answer alone: strict about builtin errors and conflicts."""
-        return parse_result(self._engines_for_this_thread().run_interpreter(request.raw.decode("utf-8")))
+        return parse_result(self.answer_interpreted(request.raw))
+
+    def answer_interpreted(self, raw: bytes) -> Any:
+        """The interpreter's unchecked result object."""
+        return self._engines_for_this_thread().run_interpreter(raw.decode("utf-8"))
 
     def _engines_for_this_thread(self) -> _ThreadEngines:
         table: dict[int, tuple[weakref.ref[RegorusEngine], _ThreadEngines]] = (

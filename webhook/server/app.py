@@ -18,6 +18,7 @@ from flask.json.provider import JSONProvider
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ..core.errors import RequestError
+from .asgi import BODY_TIMEOUT_KEY
 from .metrics import Metrics
 from .reload import LiveGateway
 
@@ -48,6 +49,11 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
         gateway = live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
         limit = gateway.config.server["maxBodyBytes"]
         request.max_content_length = limit
+        timeout = request.environ.get(BODY_TIMEOUT_KEY)
+        if timeout is not None:  # the event loop gave up waiting for the body (asgi.py)
+            error = RequestError(408, f"request body not received within {timeout:g} s")
+            gateway.refuse(endpoint, error, started)
+            raise error
         try:
             body = _read_body(limit)
         except RequestEntityTooLarge:

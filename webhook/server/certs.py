@@ -43,8 +43,13 @@ def service_names(service: str, namespace: str) -> list[str]:
             f"{service}.{namespace}.svc.cluster.local", "localhost"]
 
 
-def write_certs(directory: str | Path, service: str, namespace: str, days: int = 365) -> CertPaths:
-    """Write ca.crt, tls.crt and tls.key (0600) under ``directory``; return their paths."""
+def write_certs(directory: str | Path, service: str, namespace: str, days: int = 365, *,
+                client: bool = False) -> CertPaths:
+    """Write ca.crt, tls.crt and tls.key (0600) under ``directory``; return their paths.
+
+    ``client``: the certificate is one a client presents (extended key usage clientAuth), as the
+    API server does to a webhook that requires mutual TLS (``server.clientCA``).
+    """
     paths = CertPaths.under(directory)
     paths.ca.parent.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -78,7 +83,8 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
         .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=False,
                                      crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
+                                              else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(
             [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)

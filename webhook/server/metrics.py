@@ -1,16 +1,20 @@
-"""Prometheus metrics (prometheus-client): one Metrics object per app, shared by every gunicorn worker.
+"""Prometheus metrics (prometheus-client): one Metrics object per app, merged over every worker process.
 
 The app factory creates the Metrics its gateway, reloader and /metrics use, so tests and
 embedders can build as many apps as they like in one process (each with its own registry).
-gunicorn runs several worker processes: `vgate serve` points PROMETHEUS_MULTIPROC_DIR at a fresh
+`vgate serve` runs several worker processes: it points PROMETHEUS_MULTIPROC_DIR at a fresh
 directory before anything imports prometheus_client (the client chooses how to store values when
-it is imported), and /metrics then merges every worker's samples. Without that variable (tests,
-`vgate eval`) the object's own registry is exposed.
+it is imported), and /metrics then merges every worker's samples. Gauges count live processes
+only: the master forgets its own after its start-up check, and each worker, when it starts,
+forgets those of processes that have exited (a respawned worker's, the master's after a crash).
+Without that variable (tests, `vgate eval`) the object's own registry is exposed.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -52,7 +56,7 @@ class Metrics:
         self.reload_ok = Gauge(
             "vgate_config_last_reload_successful",
             "1 if every worker's last reload succeeded (0: an old set is serving).",
-            multiprocess_mode="min", registry=self.registry)
+            multiprocess_mode="livemin", registry=self.registry)
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""
@@ -61,3 +65,30 @@ class Metrics:
             multiprocess.MultiProcessCollector(merged)
             return generate_latest(merged), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def forget_dead_workers() -> None:
+    """Drop the live gauges of processes that no longer run from the multiprocess directory."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return
+    pids = {int(m.group(1)) for f in Path(directory).glob("*_live*_*.db") if (m := re.search(r"_(\d+)\.db$", f.name))}
+    for pid in pids:
+        if not _running(pid):
+            multiprocess.mark_process_dead(pid, directory)
+
+
+def forget_this_process() -> None:
+    """Drop this process's live gauges (the master's, after its start-up check built a gateway)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

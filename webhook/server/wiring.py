@@ -1,13 +1,15 @@
 """Wiring: how a worker's parts are built from the command line's settings, in one place.
 
 ``load_gateway`` reads and compiles everything a gateway needs (config, policies, exceptions, the
-decision log); ``build_app`` is the app factory of one gunicorn worker: its metrics, its gateway
-(reloaded in place when files change), its report scheduler, its Flask app. `vgate serve` checks
-``load_gateway`` once in the master before forking, so an invalid file stops start-up.
+decision log); ``build_worker`` builds one worker's parts: its metrics, its gateway (reloaded in
+place when files change), its report scheduler, its Flask app; ``asgi_app_from_environment`` is
+the app factory of one granian worker. `vgate serve` checks ``load_gateway`` once in the master
+before the workers start, so an invalid file stops start-up.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -20,13 +22,15 @@ from ..audit.log import DecisionLog
 from ..core.config import load_config
 from ..core.contract import PolicyEngine
 from ..core.policy_exceptions import ExceptionRules, load_exceptions
+from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
-from ..policy.regorus_engine import RegorusEngine
 from ..policy.sources import load_policy_set
 from ..reports.schedule import ReportScheduler
 from .app import create_app
+from .asgi import WsgiBehindLoop
 from .gateway import Gateway
-from .metrics import Metrics
+from .granian_server import SETTINGS_ENV
+from .metrics import Metrics, forget_dead_workers
 from .reload import LiveGateway
 
 log = logging.getLogger("vgate")
@@ -42,18 +46,24 @@ class Settings:
     opa_timeout: float = 2.0
     reload_interval: float = 2.0
     hourly_reports: bool = True
+    app_threads: int = 1
 
 
 def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) -> Gateway:
     """Load and compile everything; raises ConfigError/PolicyError naming file and line.
 
-    The policies are compiled in process even when ``opa_url`` sends evaluation to OPA: that
-    checks the files OPA is meant to serve and gives the revision every decision records.
+    The policies are compiled (in the evaluator child, within the load budget) even when
+    ``opa_url`` sends evaluation to OPA: that checks the files OPA is meant to serve and gives the
+    revision every decision records.
     """
     config = load_config(settings.config_path)
     policy_set = load_policy_set(settings.policy_dir)
-    engine: PolicyEngine = RegorusEngine(policy_set, config.document)
+    server = config.server
+    isolated = IsolatedEngine(policy_set, config.document, timeout=server["evaluationTimeoutSeconds"],
+                              load_budget=server["policyLoadTimeoutSeconds"])
+    engine: PolicyEngine = isolated
     if settings.opa_url:
+        isolated.close()
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
     decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
     exception_rules = ExceptionRules.of(config.document["exceptions"], datetime.now(timezone.utc))
@@ -64,12 +74,27 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
     return Gateway(config, engine, decisions, exceptions, Path(settings.policy_dir), metrics)
 
 
-def build_app(settings: Settings) -> Flask:
-    """One worker's app: metrics, a live gateway watching its files, the hourly reports."""
+def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
+    """One worker's app and the live gateway behind it: metrics, files watched, the hourly reports."""
+    forget_dead_workers()
     metrics = Metrics()
     live = LiveGateway(lambda: load_gateway(settings, metrics), metrics)
     live.watch(settings.reload_interval)
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
-    return create_app(live, metrics)
+    return create_app(live, metrics), live
+
+
+def build_app(settings: Settings) -> Flask:
+    """One worker's Flask app (tests and embedders serve it with any WSGI server)."""
+    return build_worker(settings)[0]
+
+
+def asgi_app_from_environment() -> WsgiBehindLoop:
+    """The app factory granian calls in each worker: the Flask app behind the body-reading event loop."""
+    settings = Settings(**json.loads(os.environ[SETTINGS_ENV]))
+    app, live = build_worker(settings)
+    server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
+    return WsgiBehindLoop(app, lambda: server()["maxBodyBytes"], lambda: server()["bodyReadTimeoutSeconds"],
+                          settings.app_threads)

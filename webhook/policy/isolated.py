@@ -1,0 +1,193 @@
+"""regorus in a child process, so that a deadline can stop an evaluation.
+
+regorus holds the GIL while it evaluates and offers no way to interrupt it: a policy that is slow
+for one input would hold its worker (the event loop, the reload watcher, every other request)
+for as long as it runs. So the server evaluates in a child process of each worker, one
+``RegorusEngine`` there (``evaluator.py``), and waits for each answer at most
+``server.evaluationTimeoutSeconds``. Past it the child is killed, the request gets an
+EvaluationError (answered per ``failureMode`` and recorded like any other) and the next
+evaluation starts a new child. A round trip costs ~0.1 ms (``bench/load.py`` measures it).
+
+Loading is bounded too: the child compiles the set and warms it up (an empty input and a plain
+pod) within ``server.policyLoadTimeoutSeconds``, or the set is refused at start and at reload
+like a file that does not parse.
+
+Frames on the pipes are a 4-byte big-endian length and an orjson payload.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+import orjson
+
+from ..core.contract import EngineInput, Evaluation, PolicyResult, parse_result
+from ..core.errors import EvaluationError, PolicyError
+from .sources import PolicySet
+
+EVALUATE, INTERPRET = b"E", b"I"
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Gone(Exception):
+    pass
+
+
+class IsolatedEngine:
+    """The in-process engines of ``RegorusEngine``, one child process away, with deadlines."""
+
+    def __init__(self, policy_set: PolicySet, config_document: dict[str, Any], *, timeout: float,
+                 load_budget: float) -> None:
+        self.revision = policy_set.revision
+        self._root = str(policy_set.root)
+        self._load_request = orjson.dumps({"root": self._root, "files": policy_set.files,
+                                           "revision": policy_set.revision, "config": config_document})
+        self._timeout = timeout
+        self._budget = load_budget
+        self._lock = threading.Lock()
+        self._child: _Child | None = None
+        self._child, ready = self._start()
+        self.name: str = ready["name"]
+        self.rvm_refusal: str | None = ready.get("rvm_refusal")
+
+    def evaluate(self, request: EngineInput) -> Evaluation:
+        """The child's answer within the deadline; EvaluationError if it fails or takes longer."""
+        reply = self._exchange(EVALUATE + request.raw)
+        return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
+
+    def evaluate_interpreted(self, request: EngineInput) -> PolicyResult:
+        return parse_result(self._exchange(INTERPRET + request.raw)["answer"])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._child is not None:
+                self._child.stop()
+                self._child = None
+
+    def _exchange(self, frame: bytes) -> dict[str, Any]:
+        with self._lock:
+            if self._child is None:
+                try:
+                    self._child, _ = self._start()
+                except PolicyError as error:
+                    raise EvaluationError(f"the policy evaluator could not be restarted: {error.reason}") from None
+            child = self._child
+            try:
+                reply = child.ask(frame, self._timeout)
+            except _Timeout:
+                child.stop()
+                self._child = None
+                raise EvaluationError(f"policy evaluation took longer than server.evaluationTimeoutSeconds "
+                                      f"({self._timeout:g} s) and was stopped") from None
+            except _Gone as gone:
+                child.stop()
+                self._child = None
+                raise EvaluationError(f"the policy evaluator exited during evaluation ({gone})") from None
+        if "error" in reply:
+            raise EvaluationError(reply["error"])
+        return reply
+
+    def _start(self) -> tuple[_Child, dict[str, Any]]:
+        """A child with the policy set compiled and warmed up, within the load budget; PolicyError if not."""
+        child = _Child()
+        try:
+            ready = child.ask(self._load_request, self._budget)
+        except _Timeout:
+            child.stop()
+            raise PolicyError(self._root, None, f"compiling and warming up the policy set took longer than "
+                                                f"server.policyLoadTimeoutSeconds ({self._budget:g} s)") from None
+        except _Gone as gone:
+            child.stop()
+            raise PolicyError(self._root, None, f"the policy evaluator exited while loading the set ({gone})") from None
+        if "policy_error" in ready:
+            child.stop()
+            file, line, reason = ready["policy_error"]
+            raise PolicyError(file, line, reason)
+        weakref.finalize(self, child.stop)
+        return child, ready
+
+
+class _Child:
+    """One evaluator process and its pipes."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen([sys.executable, "-m", "webhook.policy.evaluator"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._in = self._process.stdin.fileno()
+        self._out = self._process.stdout.fileno()
+
+    def ask(self, payload: bytes, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        try:
+            write_frame(self._in, payload)
+        except OSError as error:
+            raise _Gone(self._exit_reason() or str(error)) from None
+        header = self._read(4, deadline)
+        reply: dict[str, Any] = orjson.loads(self._read(int.from_bytes(header, "big"), deadline))
+        return reply
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        parts, remaining = [], size
+        while remaining:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._out], [], [], left)[0]:
+                raise _Timeout()
+            part = os.read(self._out, remaining)
+            if not part:
+                raise _Gone(self._exit_reason() or "closed its output")
+            parts.append(part)
+            remaining -= len(part)
+        return b"".join(parts)
+
+    def _exit_reason(self) -> str | None:
+        try:
+            code = self._process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return None
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+    def stop(self) -> None:
+        """Kill the child (it may be in the middle of an evaluation that never ends) and reap it."""
+        if self._process.poll() is None:
+            self._process.kill()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
+        self._process.wait()
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    data = len(payload).to_bytes(4, "big") + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def read_frame(fd: int) -> bytes | None:
+    """One frame from a blocking descriptor; None at end of input."""
+    header = _read_exactly(fd, 4)
+    if header is None:
+        return None
+    return _read_exactly(fd, int.from_bytes(header, "big")) or b""
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts, remaining = [], size
+    while remaining:
+        part = os.read(fd, remaining)
+        if not part:
+            return None
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts)

@@ -1,0 +1,162 @@
+"""The Flask app behind an event loop: a body is read in full, bounded in size and time, before a thread sees it.
+
+Thread-per-request servers hand a connection to a thread as soon as its headers arrive, so a
+client that drips its body one byte a second holds a thread; a few such clients hold them all
+(measured in the README's "Serving"). Here the event loop of granian's ASGI worker reads every
+body, for thousands of connections at once; only a complete body (or a refusal) reaches the
+unchanged Flask app, run in one thread per worker: regorus holds the GIL, so more threads would
+add contention, not throughput.
+
+Bodies are bounded as the app bounds them: a Content-Length over the limit is passed on without
+its body (read and dropped up to ``DRAIN_FACTOR`` times the limit) and any other body is read to
+the limit plus one byte at most (the app answers 413 to both). A body that does not arrive within ``read_timeout``
+seconds is passed on cut short, marked ``vgate.body_timeout``: the app answers 408 and records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+BODY_TIMEOUT_KEY = "vgate.body_timeout"
+# A refused body up to this many times the limit is read and dropped before the 413 is sent: a
+# client still sending when the connection closes sees a reset instead of the answer. Larger
+# ones are not worth reading; their connection is closed.
+DRAIN_FACTOR = 4
+
+
+class WsgiBehindLoop:
+    """An ASGI application serving ``wsgi_app`` with bodies read on the event loop."""
+
+    def __init__(self, wsgi_app: WsgiApp, max_body: Callable[[], int], read_timeout: Callable[[], float],
+                 threads: int = 1) -> None:
+        self._app = wsgi_app
+        self._max_body = max_body
+        self._read_timeout = read_timeout
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vgate-app")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        limit, timeout = self._max_body(), self._read_timeout()
+        declared = _content_length(scope)
+        timed_out = False
+        if declared is not None and declared > limit:
+            body = b""  # the app refuses it by its Content-Length
+            if declared <= limit * DRAIN_FACTOR:  # read and drop it, so the client gets to read the 413
+                try:
+                    await asyncio.wait_for(_discard(receive), timeout)
+                except TimeoutError:
+                    pass
+        else:
+            try:
+                body = await asyncio.wait_for(_read(receive, limit + 1), timeout)
+            except TimeoutError:
+                body, timed_out = b"", True
+        environ = _environ(scope, body, declared if declared is not None and declared > limit else None)
+        if timed_out:
+            environ[BODY_TIMEOUT_KEY] = timeout
+        status, headers, payload = await asyncio.get_running_loop().run_in_executor(
+            self._executor, self._call, environ)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    def _call(self, environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Run the WSGI app to completion in this worker's app thread."""
+        started: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+            started[:] = [status, headers]
+
+        chunks = self._app(environ, start_response)
+        try:
+            payload = b"".join(chunks)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        status, headers = started
+        encoded = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+        return int(status.split(" ", 1)[0]), encoded, payload
+
+
+async def _discard(receive: Receive) -> None:
+    """Read the rest of a body and drop it."""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
+async def _read(receive: Receive, most: int) -> bytes:
+    """The body's bytes, at most ``most`` of them (the rest is left unread)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < most:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # http.disconnect: the client went away
+        chunk = message.get("body", b"")
+        parts.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)[:most]
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _environ(scope: Scope, body: bytes, oversized_length: int | None) -> dict[str, Any]:
+    """A WSGI environ for the request (PEP 3333), its body already read.
+
+    The body is presented with the length read (a body cut at the limit plus one byte is one byte
+    too long, and the app refuses it); a declared length over the limit is passed on as declared,
+    with no body behind it.
+    """
+    server = scope.get("server") or ("localhost", 443)
+    client = scope.get("client") or ("", 0)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": scope.get("root_path", "").encode("utf-8").decode("latin-1"),
+        "PATH_INFO": scope["path"].encode("utf-8").decode("latin-1"),
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+        "SERVER_NAME": str(server[0]),
+        "SERVER_PORT": str(server[1]),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "https"),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1").upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        if name in ("CONTENT_LENGTH", "TRANSFER_ENCODING"):
+            continue
+        key = name if name == "CONTENT_TYPE" else f"HTTP_{name}"
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    environ["CONTENT_LENGTH"] = str(len(body) if oversized_length is None else oversized_length)
+    return environ
