@@ -1,7 +1,8 @@
 # METADATA
 # title: Images from allowed registries, pinned for sensitive workloads
 # description: |
-#   Images must come from a registry in images.allowedRegistries (when the list is set).
+#   Images must come from a registry in images.allowedRegistries (when the list is set), matched
+#   by whole path segments.
 #   A sensitive workload must pin every image by digest: a tag can be moved to other code.
 #   Any other workload using :latest or no tag gets a warning.
 # custom:
@@ -42,7 +43,7 @@ deny contains msg if {
 	count(registries) > 0
 	some judged in image_judged_containers
 	image := image_of(judged.container)
-	not startswith_any(image, registries)
+	not from_allowed(image)
 	msg := sprintf(
 		"%s: container %s of %s uses image %q from a registry not allowed: pull from one of %v",
 		[obj.kind, judged.container.name, judged.where, image, registries],
@@ -71,7 +72,42 @@ warn contains msg if {
 	)
 }
 
-startswith_any(image, prefixes) if {
-	some prefix in prefixes
-	startswith(image, prefix)
+# An entry matches whole path segments of the image's full name, never a longer host or segment:
+# "registry.example.com" allows "registry.example.com/app:1", never "registry.example.com.evil.io/app"
+# or "registry.example.com:5000/app" (another registry); "registry.example.com/team" allows
+# "registry.example.com/team/app", never "registry.example.com/team-evil/app". An entry naming a
+# repository ("registry.example.com/team/app") also allows its tags and digests.
+from_allowed(image) if {
+	some entry in registries
+	prefix := trim_right(entry, "/")
+	within(full_name(image), prefix)
 }
+
+within(name, prefix) if startswith(name, concat("", [prefix, "/"]))
+
+within(name, prefix) if {
+	contains(prefix, "/") # a repository, not a registry host (where ":" would start a port)
+	some separator in [":", "@"]
+	startswith(name, concat("", [prefix, separator]))
+}
+
+# Docker Hub's implicit names spelled out, as the container runtime resolves them: "nginx" is
+# docker.io/library/nginx and "team/app" is docker.io/team/app (a first segment without "." or ":"
+# that is not localhost is no registry host).
+full_name(image) := concat("/", ["docker.io/library", image]) if not contains(image, "/")
+
+full_name(image) := concat("/", ["docker.io", image]) if {
+	contains(image, "/")
+	not registry_host(split(image, "/")[0])
+}
+
+full_name(image) := image if {
+	contains(image, "/")
+	registry_host(split(image, "/")[0])
+}
+
+registry_host(segment) if contains(segment, ".")
+
+registry_host(segment) if contains(segment, ":")
+
+registry_host(segment) if segment == "localhost"

@@ -60,3 +60,37 @@ test_an_update_that_changes_an_image_to_another_registry_is_denied if {
 test_an_update_that_keeps_the_images_is_not_judged_again if {
 	count(testing.denials("supply_chain_image_registry", image_update("docker.io/old:1", "docker.io/old:1"))) == 0
 }
+
+allowing(entries, image) := result if {
+	config := json.patch(testing.config, [{"op": "replace", "path": "/images/allowedRegistries", "value": entries}])
+	result := rule.deny with input as running({}, image) with data.vgate.config as config
+}
+
+# Gatekeeper library's allowedrepos bypasses, and their kin: a prefix is matched by whole segments.
+test_an_entry_matches_whole_path_segments_only if {
+	every case in [
+		[["registry.example.com"], "registry.example.com/app:1.0", 0],
+		[["registry.example.com/"], "registry.example.com/app:1.0", 0],
+		[["registry.example.com"], "registry.example.com.evil.io/app:1.0", 1],
+		[["registry.example.com/"], "registry.example.com.evil.io/app:1.0", 1],
+		[["registry.example.com"], "registry.example.com:5000/app:1.0", 1],
+		[["registry.example.com"], "registry.example.comevil/app:1.0", 1],
+		[["registry.example.com/team"], "registry.example.com/team/app:1.0", 0],
+		[["registry.example.com/team"], "registry.example.com/team-evil/app:1.0", 1],
+		[["registry.example.com/team/app"], "registry.example.com/team/app:1.0", 0],
+		[["registry.example.com/team/app"], concat("", ["registry.example.com/team/app@sha256:", sha]), 0],
+		[["registry.example.com/team/app"], "registry.example.com/team/app-evil:1.0", 1],
+		[["registry.example.com"], "nginx:1.27", 1],
+		[["docker.io"], "nginx:1.27", 0],
+		[["docker.io/library"], "nginx:1.27", 0],
+		[["docker.io/library"], "evil/miner:1.0", 1],
+		[["docker.io/evil"], "evil/miner:1.0", 0],
+		[["localhost:5000"], "localhost:5000/app:1.0", 0],
+		[["localhost"], "localhost/app:1.0", 0],
+		[["registry.example.com"], "registry.example.com", 1],
+	] {
+		count(allowing(case[0], case[1])) == case[2]
+	}
+}
+
+sha := "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
