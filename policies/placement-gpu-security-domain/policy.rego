@@ -22,6 +22,8 @@ import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.required_node_terms
 
+import data.vgate.lib.quantity.value as value_of
+
 gpu := data.vgate.config.gpu
 
 domain := first_for_namespace(gpu.namespaceDomains, input.request.namespace).domain
@@ -33,9 +35,9 @@ accelerated contains judged.where if {
 	some judged in judged_containers
 	some kind in ["requests", "limits"]
 	some resource in gpu.resources
-	# Any amount but zero counts, so an amount to_number cannot read fails closed (not undefined).
+	# Any amount but zero counts, so an amount that is no quantity fails closed (not undefined).
 	amount := judged.container.resources[kind][resource]
-	not amount in {0, "0"}
+	not value_of(amount) == 0
 }
 
 # The pools the pod may land in, if its spec limits them at all.

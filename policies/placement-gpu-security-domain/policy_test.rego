@@ -29,8 +29,17 @@ test_an_amount_that_is_not_a_plain_number_still_counts if {
 }
 
 test_zero_accelerators_is_no_request if {
-	spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": "0"}}}]}
-	count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 0
+	every zero in ["0", 0, "0m", "0.0", "0Ki"] {
+		spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": zero}}}]}
+		count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 0
+	}
+}
+
+test_an_amount_that_is_no_quantity_counts if {
+	every amount in ["one", true, "0x1"] {
+		spec := {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": amount}}}]}
+		count(testing.denials("placement_gpu_security_domain", testing.pod_in("web", {}, spec))) == 1
+	}
 }
 
 test_denies_affinity_allowing_a_foreign_pool if {

@@ -18,14 +18,28 @@ import data.vgate.lib.workload.judged_containers
 import data.vgate.lib.workload.named_queue
 import data.vgate.lib.workload.obj
 
+import data.vgate.lib.quantity.bytes as bytes_of
+
 cap := data.vgate.config.queues.definitions[named_queue].maxMemoryLimit
 
 deny contains msg if {
 	some judged in judged_containers
 	limit := judged.container.resources.limits.memory
-	units.parse_bytes(limit) > units.parse_bytes(cap)
+	bytes_of(limit) > bytes_of(cap)
 	msg := sprintf(
-		"%s: container %s of %s has memory limit %s, above queue %q's cap of %s: lower it or use another queue",
+		"%s: container %s of %s has memory limit %v, above queue %q's cap of %s: lower it or use another queue",
 		[obj.kind, judged.container.name, judged.where, limit, named_queue, cap],
+	)
+}
+
+# A limit that is no Kubernetes quantity cannot be compared: refused, not let through.
+deny contains msg if {
+	cap
+	some judged in judged_containers
+	limit := judged.container.resources.limits.memory
+	not bytes_of(limit)
+	msg := sprintf(
+		"%s: container %s of %s has memory limit %v, which is not a Kubernetes quantity: write it like 64Gi",
+		[obj.kind, judged.container.name, judged.where, limit],
 	)
 }

@@ -1,0 +1,52 @@
+package vgate.lib.quantity_test
+
+import rego.v1
+
+import data.vgate.lib.quantity
+
+# Values resource.Quantity documents (k8s.io/apimachinery/pkg/api/resource/quantity.go and the
+# "Resource units in Kubernetes" page: 128974848, 129e6, 129M, 128974848000m and 123Mi are about
+# the same value), and what a raw Volcano Job template may hold.
+test_values_as_kubernetes_reads_them if {
+	cases := [
+		[128974848, 128974848],
+		["128974848", 128974848],
+		["129e6", 129000000],
+		["129E6", 129000000],
+		["129M", 129000000],
+		["128974848000m", 128974848],
+		["123Mi", 128974848],
+		["1Ki", 1024],
+		["1k", 1000],
+		["300Gi", 322122547200],
+		[322122547200, 322122547200],
+		["0.5", 0.5],
+		[".5", 0.5],
+		["5.", 5],
+		["100m", 0.1],
+		["1.5Gi", 1610612736],
+		["+2", 2],
+		["-2", -2],
+		["1e-3", 0.001],
+		["1e0", 1],
+		["2n", 0.000000002],
+		["3u", 0.000003],
+		["1Ei", 1152921504606846976],
+	]
+	every case in cases {
+		quantity.value(case[0]) == case[1]
+	}
+}
+
+test_bytes_round_up_as_quantity_value_does if {
+	quantity.bytes("68719476736.5") == 68719476737
+	quantity.bytes(68719476736.5) == 68719476737
+	quantity.bytes("100m") == 1
+	quantity.bytes("64Gi") == 68719476736
+}
+
+test_what_kubernetes_rejects_is_undefined if {
+	every q in ["300GB", "1.2.3", "Gi", "", " 1Gi", "1Gi ", "1gi", "1e", "e3", "1e123", "0x10", true, null, {}, ["1Gi"]] {
+		not quantity.value(q)
+	}
+}
