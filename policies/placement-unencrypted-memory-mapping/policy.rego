@@ -1,7 +1,6 @@
 # METADATA
 # title: No unencrypted mapping of memory
 # description: |
-#   No workload may map the node's physical memory (/dev/mem, /dev/kmem, /dev/port hostPath).
 #   A sensitive workload off memory-encrypted nodes must not put data in node memory that
 #   outlives or escapes the container: memory-backed emptyDir volumes and hugepages.
 # custom:
@@ -9,7 +8,7 @@
 #   severity: critical
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality"
-#   remediation: Remove the device mount; run sensitive workloads using memory volumes or hugepages on encrypted nodes.
+#   remediation: Run sensitive workloads using memory volumes or hugepages on encrypted nodes, or drop those.
 package vgate.rules.placement_unencrypted_memory_mapping
 
 import rego.v1
@@ -18,20 +17,9 @@ import rego.v1
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_specs
-import data.vgate.lib.workload.memory_devices
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
-
-deny contains msg if {
-	some judged in judged_specs
-	some volume in object.get(judged.spec, "volumes", [])
-	volume.hostPath.path in memory_devices
-	msg := sprintf(
-		"%s: volume %s of %s maps the node's memory device %s: remove it",
-		[obj.kind, volume.name, judged.where, volume.hostPath.path],
-	)
-}
 
 memory_uses(spec) := array.concat(
 	[sprintf("emptyDir %s (medium: Memory)", [v.name]) | some v in object.get(spec, "volumes",

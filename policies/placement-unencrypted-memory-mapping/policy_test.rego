@@ -6,10 +6,9 @@ import data.vgate.lib.testing
 
 memory_volume := {"name": "shm", "emptyDir": {"medium": "Memory"}}
 
-test_denies_dev_mem_for_any_workload if {
+test_leaves_memory_devices_to_the_host_path_rule if {
 	spec := {"volumes": [{"name": "mem", "hostPath": {"path": "/dev/mem"}}]}
-	some violation in testing.denials("placement_unencrypted_memory_mapping", testing.pod({}, spec))
-	contains(violation, "maps the node's memory device /dev/mem")
+	count(testing.denials("placement_unencrypted_memory_mapping", testing.pod(testing.sensitive, spec))) == 0
 }
 
 test_denies_memory_volume_of_sensitive_pod_off_encrypted_nodes if {

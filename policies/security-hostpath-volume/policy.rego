@@ -2,7 +2,8 @@
 # title: No hostPath volumes
 # description: |
 #   A hostPath volume mounts the node's file system into the pod: credentials of other tenants,
-#   the container runtime socket, /dev/mem. Use a PersistentVolumeClaim or an emptyDir.
+#   the container runtime socket, the node's memory (/dev/mem, /dev/kmem, /dev/port). Use a
+#   PersistentVolumeClaim or an emptyDir.
 # custom:
 #   id: security-hostpath-volume
 #   severity: high
@@ -22,9 +23,21 @@ deny contains msg if {
 	some judged in judged_specs
 	some volume in object.get(judged.spec, "volumes", [])
 	volume.hostPath
-	not volume.hostPath.path in memory_devices # placement-unencrypted-memory-mapping says why those are worse
+	not volume.hostPath.path in memory_devices
 	msg := sprintf(
 		"%s: volume %s of %s mounts the node's path %s: use a PersistentVolumeClaim, emptyDir or CSI volume instead",
+		[obj.kind, volume.name, judged.where, volume.hostPath.path],
+	)
+}
+
+# The node's physical memory, named as such. Denied here, whatever the action of
+# placement-unencrypted-memory-mapping (which judges memory a sensitive workload keeps data in).
+deny contains msg if {
+	some judged in judged_specs
+	some volume in object.get(judged.spec, "volumes", [])
+	volume.hostPath.path in memory_devices
+	msg := sprintf(
+		"%s: volume %s of %s maps the node's memory device %s: remove it",
 		[obj.kind, volume.name, judged.where, volume.hostPath.path],
 	)
 }

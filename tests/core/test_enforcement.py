@@ -159,3 +159,15 @@ def test_exemptions_are_exact_names_and_globs_only_where_asked(engine):
     globbed = config_with("exemptNamespaceGlobs: [sandbox-*]\n")
     assert admit(OPEN_EGRESS, globbed, engine, namespace="sandbox-7").validation.exempt
     assert not admit(OPEN_EGRESS, globbed, engine, namespace="sandbox").validation.exempt
+
+
+def test_memory_devices_stay_denied_whatever_the_memory_mapping_rules_action(engine):
+    """Issue 13: with placement-unencrypted-memory-mapping at warn (or audit), /dev/mem was admitted."""
+    for action in ("warn", "audit", "deny"):
+        config = parse_config(DEFAULT_CONFIG_PATH.read_text().replace(
+            "  rules: {}\n", f"  rules: {{placement-unencrypted-memory-mapping: {action}}}\n", 1))
+        for device in ("/dev/mem", "/dev/kmem", "/dev/port"):
+            manifest = pod(volumes=[{"name": "mem", "hostPath": {"path": device}}])
+            result = admit(manifest, config, engine)
+            assert not result.validation.decision.allowed
+            assert [o.rule for o in result.validation.rules("deny")] == ["security-hostpath-volume"]
