@@ -270,3 +270,22 @@ def test_with_client_ca_only_callers_with_a_certificate_from_it_get_an_answer(tm
             with pytest.raises(requests.exceptions.ConnectionError):
                 caller.post(server.url + "/validate", data=body, headers=headers, timeout=5)
     assert [r["uid"] for r in server.decisions() if r.get("uid")] == ["mtls"]
+
+
+def test_both_content_length_and_chunked_get_the_json_shape_and_a_record(server):
+    """Request smuggling's classic shape: HTTP/1.1 says chunked wins; gunicorn answered its own HTML page."""
+    body = json.dumps(review(pod(), uid="cl-te")).encode()
+    chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    context = ssl.create_default_context(cafile=str(server.ca))
+    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
+        tls.settimeout(10)
+        answer = b""
+        while chunk := tls.recv(65536):
+            answer += chunk
+    head, _, payload = answer.decode().partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 200"), head
+    assert json.loads(payload)["response"]["uid"] == "cl-te"
+    assert any(r.get("uid") == "cl-te" for r in server.decisions())
