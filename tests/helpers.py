@@ -64,6 +64,14 @@ def pod(name: str = "p", namespace: str = "web", *, labels: dict[str, str] | Non
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+# A pod spec the restricted Pod Security Standard admits without a warning.
+RESTRICTED_SPEC: dict[str, Any] = {
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [{"name": "main", "image": "registry.example.com/app:1",
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
+}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

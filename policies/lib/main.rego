@@ -4,7 +4,8 @@
 #   The one rule the webhook evaluates. Every package vgate.rules.<name> yields deny and warn sets
 #   of messages; this gathers them as {"rule": id, "msg": text}, the rule id being the package name
 #   with dashes (the rule's folder), so a rule never writes its own id. A rule may also yield
-#   {"rule": id, "msg": text} objects itself (kept as they are). Input is the AdmissionReview, the
+#   objects: {"msg": text, "level": "baseline"} from a Pod Security Standards check gets the id
+#   too; an object's own "rule" is kept. Input is the AdmissionReview, the
 #   gateway config is data.vgate.config.
 package vgate.main
 
@@ -24,4 +25,10 @@ result := {"deny": deny, "warn": warn}
 
 decision(name, found) := {"rule": replace(name, "_", "-"), "msg": found} if is_string(found)
 
-decision(_, found) := found if not is_string(found)
+decision(name, found) := object.union({"rule": replace(name, "_", "-")}, found) if is_object(found)
+
+# Anything else reaches the contract check as it is, and fails it there.
+decision(_, found) := found if {
+	not is_string(found)
+	not is_object(found)
+}

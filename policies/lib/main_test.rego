@@ -25,3 +25,15 @@ test_a_rule_that_yields_its_own_objects_keeps_them if {
 	result.deny == {{"rule": "legacy-id", "msg": "found"}, {"rule": "legacy-rule", "msg": "plain message"}}
 	result.warn == {{"rule": "legacy-rule", "msg": "careful"}}
 }
+
+test_a_check_that_yields_its_level_gets_its_rule_id if {
+	checks := {"security_seccomp": {"deny": {{"msg": "unconfined", "level": "baseline"}}}}
+	result := main.result with data.vgate.rules as checks with data.vgate.config as testing.config
+	result.deny == {{"rule": "security-seccomp", "msg": "unconfined", "level": "baseline"}}
+}
+
+test_anything_else_reaches_the_contract_check_as_it_is if {
+	broken := {"broken": {"deny": {42}}}
+	result := main.result with data.vgate.rules as broken with data.vgate.config as testing.config
+	result.deny == {42}
+}

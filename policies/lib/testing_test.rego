@@ -47,16 +47,30 @@ pod_in(namespace, labels, spec) := json.patch(pod(labels, spec), [
 
 sensitive := {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
 
-# A pod spec that satisfies every placement rule.
+# A pod spec that satisfies every placement rule and the restricted Pod Security Standard.
 compliant_spec := {
 	"nodeSelector": {
 		"topology.kubernetes.io/zone": "zone-a",
 		"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true",
 	},
-	"securityContext": {"runAsNonRoot": true, "runAsUser": 1000},
-	"containers": [{"name": "main",
-		"image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+	"securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+	"containers": [{
+		"name": "main",
+		"image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		"securityContext": restricted_container_context,
+	}],
 }
+
+restricted_container_context := {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+
+# A pod that passes the restricted standard, changed by a JSON Patch relative to the pod spec.
+restricted(patch) := pod({}, json.patch({
+	"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+	"containers": [{"name": "main", "image": "registry.example.com/app:1", "securityContext": restricted_container_context}],
+}, patch))
+
+# The test config at another podSecurity version.
+at_version(version) := json.patch(config, [{"op": "add", "path": "/podSecurity", "value": {"version": version, "namespaces": []}}])
 
 review(kind, operation, namespace, object) := {
 	"apiVersion": "admission.k8s.io/v1",
@@ -105,16 +119,28 @@ running(spec, ephemeral) := {
 	"spec": object.union(spec, {"nodeName": "node-1", "ephemeralContainers": ephemeral}),
 }
 
-# The deny (or warn) results of the rule package named `rule` ("security_privileged_container") for
-# `review`, under the test config or the `settings` given: every rule's tests use these.
-denials(rule, review) := result if {
-	result := data.vgate.rules[rule].deny with input as review with data.vgate.config as config
+# The messages of the deny (or warn) results of the rule package named `rule`
+# ("security_privileged_container") for `review`, under the test config or the `settings` given:
+# every rule's tests use these. A Pod Security Standards check's {"msg", "level"} counts by its msg.
+denials(rule, review) := {message(r) | some r in results} if {
+	results := data.vgate.rules[rule].deny with input as review with data.vgate.config as config
 }
 
 warnings(rule, review) := result if {
 	result := data.vgate.rules[rule].warn with input as review with data.vgate.config as config
 }
 
-denials_under(rule, review, settings) := result if {
-	result := data.vgate.rules[rule].deny with input as review with data.vgate.config as settings
+denials_under(rule, review, settings) := {message(r) | some r in results} if {
+	results := data.vgate.rules[rule].deny with input as review with data.vgate.config as settings
 }
+
+# A Pod Security Standards check's results as {msg: level}, under the test config or `settings`.
+levels(rule, review) := levels_under(rule, review, config)
+
+levels_under(rule, review, settings) := {r.msg: r.level | some r in results} if {
+	results := data.vgate.rules[rule].deny with input as review with data.vgate.config as settings
+}
+
+message(result) := result if is_string(result)
+
+message(result) := result.msg if is_object(result)

@@ -1,29 +1,38 @@
 # METADATA
 # title: No host ports
 # description: |
-#   A hostPort opens a port on the node's own address, outside Service and NetworkPolicy
-#   control, and pins the pod to nodes where that port is free.
+#   Pod Security Standards, baseline, "Host Ports": a hostPort binds the node's own address,
+#   around NetworkPolicies and Services, and collides with the node's other listeners.
 # custom:
 #   id: security-host-ports
 #   severity: medium
-#   category: network
+#   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection"
-#   remediation: Remove hostPort and expose the port through a Service.
+#   remediation: Remove hostPort from every container port and expose the port through a Service.
+#   pss: {check: Host Ports, level: baseline, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].ports[*].hostPort"]}
 package vgate.rules.security_host_ports
 
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.workload.judged_containers
-import data.vgate.lib.workload.obj
+import data.vgate.lib.pss.container_groups
+import data.vgate.lib.pss.containers_named
+import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.plural
 
-deny contains msg if {
-	some judged in judged_containers
-	some opened in judged.container.ports
-	opened.hostPort > 0 # any of them: the message lists them all (one message per container)
-	ports := [port.hostPort | some port in judged.container.ports; object.get(port, "hostPort", 0) > 0]
-	msg := sprintf(
-		"%s: container %s of %s opens host ports %v on the node: remove hostPort and expose the port through a Service",
-		[obj.kind, judged.container.name, judged.where, ports],
-	)
+deny contains failure(where, "hostPort", detail, "baseline") if {
+	some where, group in container_groups
+	names := [c.name | some c in group.containers; some port in object.get(c, "ports", []); opens(port)]
+	count(names) > 0
+	ports := sort({port.hostPort | some c in group.containers; some port in object.get(c, "ports", []); opens(port)})
+	detail := sprintf("%s %s %s %s", [
+		containers_named(sort({name | some name in names})), plural_verb(names), plural("hostPort", ports),
+		concat(", ", [sprintf("%v", [p]) | some p in ports]),
+	])
 }
+
+opens(port) if object.get(port, "hostPort", 0) != 0
+
+plural_verb(names) := "uses" if count({name | some name in names}) == 1
+
+plural_verb(names) := "use" if count({name | some name in names}) != 1

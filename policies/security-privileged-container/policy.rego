@@ -1,27 +1,27 @@
 # METADATA
 # title: No privileged containers
 # description: |
-#   A privileged container has every capability and every device of the node: it can read other
-#   tenants' memory and disks. No workload scheduled through vgate may run one.
+#   Pod Security Standards, baseline, "Privileged Containers": a privileged container has every
+#   device and capability of the node; it can leave the container at will.
 # custom:
 #   id: security-privileged-container
 #   severity: critical
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
-#   remediation: Remove securityContext.privileged, or set it to false.
+#   remediation: Remove securityContext.privileged (or set it to false) in every container.
+#   pss: {check: Privileged Containers, level: baseline, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].securityContext.privileged"]}
 package vgate.rules.security_privileged_container
 
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.workload.judged_containers
-import data.vgate.lib.workload.obj
+import data.vgate.lib.pss.container_groups
+import data.vgate.lib.pss.containers_named
+import data.vgate.lib.pss.failure
 
-deny contains msg if {
-	some judged in judged_containers
-	judged.container.securityContext.privileged == true
-	msg := sprintf(
-		"%s: container %s of %s is privileged, which gives it the whole node: remove securityContext.privileged",
-		[obj.kind, judged.container.name, judged.where],
-	)
+deny contains failure(where, "privileged", sprintf("%s must not set securityContext.privileged=true",
+	[containers_named(names)]), "baseline") if {
+	some where, group in container_groups
+	names := [c.name | some c in group.containers; c.securityContext.privileged == true]
+	count(names) > 0
 }

@@ -171,3 +171,81 @@ def test_memory_devices_stay_denied_whatever_the_memory_mapping_rules_action(eng
             result = admit(manifest, config, engine)
             assert not result.validation.decision.allowed
             assert [o.rule for o in result.validation.rules("deny")] == ["security-hostpath-volume"]
+
+
+def pss_config(pod_security: dict, enforcement: dict | None = None):
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["podSecurity"] = pod_security
+    if enforcement is not None:
+        document["enforcement"] = enforcement
+    return parse_config(yaml.safe_dump(document))
+
+
+def pss_outcomes(config, *violations: tuple[str, str], namespace: str = "web", exceptions=()):
+    from webhook.core.contract import PolicyResult, Violation
+    from webhook.core.enforcement import enforce
+
+    result = PolicyResult(tuple(Violation(f"check-{level}", "m", level) for level, _ in violations), ())
+    return {o.rule: o.action for o in enforce(result, config, list(exceptions), namespace=namespace, name="p",
+                                                 labels={}, now=datetime.now(timezone.utc))}
+
+
+def test_pod_security_modes_decide_a_level_result_as_pod_security_admission_would():
+    cases = [  # enforce, warn, audit -> baseline result, restricted result
+        (("baseline", "restricted", "restricted"), ("deny", "warn")),
+        (("restricted", "restricted", "restricted"), ("deny", "deny")),
+        (("privileged", "baseline", "restricted"), ("warn", "audit")),
+        (("privileged", "privileged", "baseline"), ("audit", None)),
+        (("privileged", "privileged", "privileged"), (None, None)),
+    ]
+    for (enforce_level, warn, audit), expected in cases:
+        config = pss_config({"enforce": enforce_level, "warn": warn, "audit": audit})
+        actions = pss_outcomes(config, ("baseline", ""), ("restricted", ""))
+        got = (actions.get("check-baseline"), actions.get("check-restricted"))
+        assert got == expected, (enforce_level, warn, audit)
+
+
+def test_the_first_matching_namespace_entry_overrides_the_modes_it_names():
+    config = pss_config(
+        {
+            "enforce": "baseline",
+            "namespaces": [
+                {"namespaces": ["secure-*"], "enforce": "restricted"},
+                {"namespaces": ["secure-*", "legacy"], "enforce": "privileged", "warn": "privileged"},
+            ],
+        }
+    )
+    assert pss_outcomes(config, ("restricted", ""), namespace="secure-apps") == {"check-restricted": "deny"}
+    assert pss_outcomes(config, ("baseline", ""), ("restricted", ""), namespace="legacy") == {
+        "check-baseline": "audit",
+        "check-restricted": "audit",
+    }  # audit: restricted, from the top level
+    # An exact name is not a prefix: "secure" is not "secure-*".
+    assert pss_outcomes(config, ("restricted", ""), namespace="secure") == {"check-restricted": "warn"}
+
+
+def test_an_explicit_enforcement_entry_overrides_the_modes():
+    config = pss_config(
+        {"enforce": "baseline"},
+        {
+            "default": "deny",
+            "rules": {"check-restricted": "deny"},
+            "namespaces": [{"namespaces": ["sandbox"], "rules": {"*": "audit"}}],
+        },
+    )
+    assert pss_outcomes(config, ("restricted", "")) == {"check-restricted": "deny"}
+    assert pss_outcomes(config, ("baseline", ""), ("restricted", ""), namespace="sandbox") == {
+        "check-baseline": "audit",
+        "check-restricted": "audit",
+    }
+
+
+def test_a_result_no_mode_covers_is_dropped_and_one_a_mode_covers_can_be_excepted(tmp_path):
+    covering = exception("pss-debug")
+    covering["spec"].update(rules=["check-baseline"], match={"namespaces": ["web"]})
+    (tmp_path / "pss.yaml").write_text(yaml.safe_dump(covering))
+    exceptions, errors = load_exceptions(tmp_path, RULES)
+    assert errors == [] and len(exceptions) == 1
+    silent = pss_config({"enforce": "privileged", "warn": "privileged", "audit": "privileged"})
+    assert pss_outcomes(silent, ("baseline", ""), exceptions=exceptions) == {}  # nothing to except, nothing recorded
+    assert pss_outcomes(pss_config({}), ("baseline", ""), exceptions=exceptions) == {"check-baseline": "excepted"}

@@ -43,7 +43,8 @@ def test_a_controller_whose_pods_would_be_denied_is_denied_naming_it(kind, engin
     result = judge(controller(kind, {"containers": [PRIVILEGED]}), engine, config)
     assert not result.decision.allowed
     assert {o.rule for o in result.rules("deny")} == {"security-privileged-container"}
-    assert f"[security-privileged-container] {kind} web: container app of pod is privileged" in result.decision.message
+    assert (f'[security-privileged-container] {kind} web: privileged (container "app" must not set '
+            "securityContext.privileged=true)") in result.decision.message
 
 
 @pytest.mark.parametrize("kind", CONTROLLERS)
@@ -110,7 +111,7 @@ def test_a_privileged_debug_container_is_denied_and_a_plain_one_allowed(engine, 
     body = orjson.dumps(debug_review(evil))
     result = validate(decode_review(body, 100), engine, config, (), NOW)
     assert {o.rule for o in result.rules("deny")} == {"security-privileged-container"}
-    assert "container debugger of pod (ephemeral) is privileged" in result.decision.message
+    assert 'Pod pod (ephemeral): privileged (container "debugger" must not set' in result.decision.message
     plain = orjson.dumps(debug_review({"name": "debugger", "image": "registry.example.com/busybox:1"}))
     assert validate(decode_review(plain, 100), engine, config, (), NOW).decision.allowed
     assert mutate(decode_review(body, 100), config).patch == []
@@ -120,7 +121,7 @@ def test_https_controller_and_debug_decisions_are_answered_and_recorded(server):
     deployment = controller("Deployment", {"containers": [PRIVILEGED]}, name="https-web")
     answer = server.post("/validate", review(deployment)).json()["response"]
     assert answer["allowed"] is False and answer["status"]["code"] == 403
-    assert "Deployment https-web: container app of pod is privileged" in answer["status"]["message"]
+    assert 'Deployment https-web: privileged (container "app" must not set' in answer["status"]["message"]
     debug = debug_review({"name": "https-debugger", "image": "x", "securityContext": {"privileged": True}})
     answer = server.post("/validate", debug).json()["response"]
     assert answer["allowed"] is False and "https-debugger" in answer["status"]["message"]

@@ -175,7 +175,7 @@ def test_eval_denies_a_deployment_whose_pods_would_be_denied(tmp_path):
     result = vgate_eval("-f", str(manifest))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "DENIED  Deployment web/web" in result.stdout
-    assert "[security-privileged-container] Deployment web: container app of pod is privileged" in result.stdout
+    assert '[security-privileged-container] Deployment web: privileged (container "app" must not set' in result.stdout
     assert "imagePullPolicy" in result.stdout  # the template was defaulted before it was judged
 
 

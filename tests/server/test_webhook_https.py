@@ -20,7 +20,7 @@ from cryptography import x509
 from webhook.core.config import DEFAULT_CONFIG_PATH
 from webhook.server.certs import write_certs
 
-from helpers import pod, review
+from helpers import RESTRICTED_SPEC, pod, review
 
 SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
 DIGEST = "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -54,7 +54,7 @@ def test_health_ready_and_metrics(server):
     before = rvm_evaluations(server)
     # A pod no rule warns about, so the decision counted below is "allowed" whatever ran before.
     for _ in range(3):
-        answer = server.post("/validate", review(pod(namespace="ml-training", securityContext={"runAsNonRoot": True})))
+        answer = server.post("/validate", review(pod(namespace="ml-training", **RESTRICTED_SPEC)))
         assert answer.json()["response"]["allowed"] is True and "warnings" not in answer.json()["response"]
     metrics = server.session.get(server.url + "/metrics")
     assert metrics.headers["Content-Type"].startswith("text/plain")

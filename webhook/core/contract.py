@@ -1,8 +1,9 @@
 """The decision contract: what the core asks of a policy engine, and what it accepts back.
 
 Every rule package ``vgate.rules.<name>`` yields ``deny`` and ``warn`` sets of objects
-``{"rule": <id>, "msg": <text>}``; ``policies/lib/main.rego`` gathers them into
-``data.vgate.main.result = {"deny": [...], "warn": [...]}`` (README, "Writing policies").
+``{"rule": <id>, "msg": <text>}`` (and ``"level"`` for a Pod Security Standards check);
+``policies/lib/main.rego`` gathers them into ``data.vgate.main.result = {"deny": [...], "warn":
+[...]}`` (README, "Writing policies").
 An engine is one small interface (as httpx's transports are): it takes the decoded request, its
 raw bytes for engines that parse JSON themselves (regorus) and the parsed document for those
 that send objects (OPA), and answers with the result and which engine answered. The core calls
@@ -21,12 +22,20 @@ from .errors import EvaluationError
 ENTRY_RULE = "data.vgate.main.result"  # what OPA serves: policies/lib/main.rego
 
 
+PSS_LEVELS = ("baseline", "restricted")
+
+
 @dataclass(frozen=True)
 class Violation:
-    """One rule result: which rule, what it found and how to fix it."""
+    """One rule result: which rule, what it found and how to fix it.
+
+    ``level``: a Pod Security Standards check's result says at which level it fails (baseline or
+    restricted); the namespace's ``podSecurity`` modes then decide its action (``enforcement``).
+    """
 
     rule: str
     message: str
+    level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,5 +91,8 @@ def _violations(result: dict[str, Any], key: str) -> tuple[Violation, ...]:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("rule"), str) or not isinstance(item.get("msg"), str):
             raise EvaluationError(f"{ENTRY_RULE}.{key} holds {item!r}: each result needs string fields rule and msg")
-        violations.append(Violation(item["rule"], item["msg"]))
+        level = item.get("level")
+        if level is not None and level not in PSS_LEVELS:
+            raise EvaluationError(f"{ENTRY_RULE}.{key} holds {item!r}: level must be one of {', '.join(PSS_LEVELS)}")
+        violations.append(Violation(item["rule"], item["msg"], level))
     return tuple(sorted(set(violations), key=lambda v: (v.rule, v.message)))

@@ -66,6 +66,6 @@ def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> Pol
     title = f"{request.kind} {controller_name(request)}: "
 
     def retitle(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
-        return tuple(Violation(v.rule, title + v.message.removeprefix("Pod: ")) for v in violations)
+        return tuple(Violation(v.rule, title + v.message.removeprefix("Pod: "), v.level) for v in violations)
 
     return PolicyResult(retitle(result.deny), retitle(result.warn))

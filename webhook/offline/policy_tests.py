@@ -90,7 +90,7 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
             if not manifest:
                 continue
             result = admit(manifest, config, engine, cluster=cluster)
-            denied_by = tuple(sorted({v.rule for v in result.validation.result.deny}))
+            denied_by = tuple(sorted({o.rule for o in result.validation.rules("deny")}))
             passed = denied_by == denied_as_expected and not result.validation.error
             agree = bool(result.validation.error) or _engines_agree(engine, result.mutated)  # an error fails it anyway
             checks.append(SampleCheck(str(sample), expected, denied_by, passed and agree, agree))

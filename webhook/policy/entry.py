@@ -1,7 +1,8 @@
 """The generated entry module: the union of every rule package's decisions, by explicit reference.
 
 Rules yield messages; the entry attaches each rule's id, derived from its package (the folder's
-name), so the id is written once. ``{"rule", "msg"}`` objects a rule yields itself pass through.
+name), so the id is written once. Objects a rule yields (``{"msg", "level"}`` from a Pod Security
+Standards check) get the id too, unless they carry their own ``rule``.
 
 ``policies/lib/main.rego`` (what OPA serves) iterates ``data.vgate.rules[_]``; regorus evaluates
 every rule of a package reached that way. The entry names each package's ``deny`` and ``warn``
@@ -43,4 +44,7 @@ def entry_module(rules: dict[str, set[str]]) -> str:
     return "\n".join([f"package {ENTRY_PACKAGE}", "", "import rego.v1", "", *gather("deny"), *gather("warn"),
                       'result := {"deny": deny, "warn": warn}', "",
                       'decision(rule, found) := {"rule": rule, "msg": found} if is_string(found)', "",
-                      "decision(_, found) := found if not is_string(found)", ""])
+                      'decision(rule, found) := object.union({"rule": rule}, found) if is_object(found)', "",
+                      "# Anything else reaches the contract check as it is, and fails it there.",
+                      "decision(_, found) := found if {", "\tnot is_string(found)", "\tnot is_object(found)", "}",
+                      ""])

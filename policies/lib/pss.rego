@@ -1,0 +1,88 @@
+# METADATA
+# title: Pod Security Standards helpers
+# description: |
+#   What every Pod Security Standards check shares: the version it is judged at for this
+#   request's namespace (podSecurity.version, or the first matching podSecurity.namespaces
+#   entry's), each judged pod spec's containers by where they are, and messages in
+#   pod-security admission's own shape ("Pod: <reason> (<detail>)"). A check yields
+#   {"msg", "level"}: the level is the lowest at which the pod fails it; the namespace's
+#   podSecurity modes turn that into deny, warn, audit or nothing (webhook/core/enforcement.py).
+#   Checks follow staging/src/k8s.io/pod-security-admission/policy/check_*.go, version by version.
+package vgate.lib.pss
+
+import rego.v1
+
+import data.vgate.lib.workload.first_for_namespace
+import data.vgate.lib.workload.judged_containers
+import data.vgate.lib.workload.obj
+
+# The newest policy version whose checks differ from the one before (sysctls, v1.37): "latest".
+latest_minor := 37
+
+pod_security := data.vgate.config.podSecurity
+
+namespace_entry := first_for_namespace(pod_security.namespaces, input.request.namespace)
+
+version_name := object.get(namespace_entry, "version", pod_security.version)
+
+version_name := pod_security.version if not namespace_entry
+
+# The minor version the checks are judged at ("latest" is the newest; without podSecurity in the config, too).
+default minor := 37
+
+minor := latest_minor if version_name == "latest"
+
+minor := to_number(trim_prefix(version_name, "v1.")) if version_name != "latest"
+
+at_least(wanted) if minor >= wanted
+
+# A Windows pod (spec.os.name) is exempt from some restricted checks from v1.25 on.
+windows_exempt(spec) if {
+	at_least(25)
+	spec.os.name == "windows"
+}
+
+# A pod in a user namespace (hostUsers: false) is relaxed from some checks from v1.35 on.
+user_namespace_relaxed(spec) if {
+	at_least(35)
+	spec.hostUsers == false
+}
+
+# Each judged pod spec with its containers (or, for kubectl debug, the containers the request adds).
+container_groups[where] := {"spec": spec, "containers": containers} if {
+	some judged in judged_containers
+	where := judged.where
+	spec := judged.spec
+	containers := [other.container | some other in judged_containers; other.where == where]
+}
+
+subject(where) := obj.kind if where == "pod"
+
+subject(where) := concat(" ", [obj.kind, where]) if where != "pod"
+
+failure(where, reason, detail, level) := {"msg": sprintf("%s: %s (%s)", [subject(where), reason, detail]), "level": level}
+
+quoted(names) := concat(", ", [sprintf("%q", [name]) | some name in names])
+
+plural(word, items) := word if count(items) == 1
+
+plural(word, items) := concat("", [word, "s"]) if count(items) != 1
+
+# `container "a"` or `containers "a", "b"`.
+containers_named(names) := sprintf("%s %s", [plural("container", names), quoted(names)])
+
+# "pod", `container "a"`, or "pod and container "a"": who set a forbidden value.
+setters(pod_set, names) := "pod" if {
+	pod_set
+	count(names) == 0
+}
+
+setters(pod_set, names) := containers_named(names) if {
+	not pod_set
+	count(names) > 0
+}
+
+setters(pod_set, names) := concat(" and ", ["pod", containers_named(names)]) if {
+	pod_set
+	count(names) > 0
+}

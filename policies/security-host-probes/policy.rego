@@ -1,0 +1,46 @@
+# METADATA
+# title: Probes and lifecycle hooks only on the pod itself
+# description: |
+#   Pod Security Standards, baseline, "Host Probes / Lifecycle Hooks" (v1.34+): a probe or
+#   lifecycle hook with a host makes the kubelet connect from the node to any address, on the
+#   pod's behalf: a way past NetworkPolicies to the node's and the cluster's services.
+# custom:
+#   id: security-host-probes
+#   severity: medium
+#   category: security
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.2 access control"
+#   remediation: Remove host from the probe's or hook's httpGet and tcpSocket; the kubelet then targets the pod's IP.
+#   pss: {check: Host Probes / Lifecycle Hooks, level: baseline, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].{livenessProbe,readinessProbe,startupProbe}.{httpGet,tcpSocket}.host", "spec.{initContainers,containers,ephemeralContainers}[*].lifecycle.{postStart,preStop}.{httpGet,tcpSocket}.host"]}
+package vgate.rules.security_host_probes
+
+import rego.v1
+
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
+import data.vgate.lib.pss.at_least
+import data.vgate.lib.pss.container_groups
+import data.vgate.lib.pss.containers_named
+import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.plural
+import data.vgate.lib.pss.quoted
+
+handler_paths := [
+	["livenessProbe"], ["readinessProbe"], ["startupProbe"],
+	["lifecycle", "postStart"], ["lifecycle", "preStop"],
+]
+
+hosts(container) := {host |
+	some path in handler_paths
+	some action in ["httpGet", "tcpSocket"]
+	host := object.get(container, array.concat(path, [action, "host"]), "")
+	host != ""
+}
+
+deny contains failure(where, "probe or lifecycle host", detail, "baseline") if {
+	some where, group in container_groups
+	at_least(34)
+	names := [c.name | some c in group.containers; count(hosts(c)) > 0]
+	count(names) > 0
+	used := sort({h | some c in group.containers; some h in hosts(c)})
+	verb := {true: "uses", false: "use"}[count(names) == 1]
+	detail := sprintf("%s %s %s %s", [containers_named(names), verb, plural("probe or lifecycle host", used), quoted(used)])
+}

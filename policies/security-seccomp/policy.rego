@@ -1,0 +1,93 @@
+# METADATA
+# title: Seccomp on
+# description: |
+#   Pod Security Standards "Seccomp". Baseline: no pod or container may run Unconfined
+#   (securityContext.seccompProfile.type; below policy v1.19, the seccomp.security.alpha.kubernetes.io
+#   annotations instead). Restricted (v1.19+; Windows pods exempt from v1.25): the pod, or else
+#   every container, sets RuntimeDefault or Localhost explicitly.
+# custom:
+#   id: security-seccomp
+#   severity: high
+#   category: security
+#   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.4 intrusion prevention"
+#   remediation: Set spec.securityContext.seccompProfile.type to RuntimeDefault (or Localhost with a profile).
+#   pss: {check: Seccomp, level: baseline and restricted, fields: [spec.securityContext.seccompProfile.type, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.seccompProfile.type", "metadata.annotations['seccomp.security.alpha.kubernetes.io/pod']", "metadata.annotations['container.seccomp.security.alpha.kubernetes.io/*']"]}
+package vgate.rules.security_seccomp
+
+import rego.v1
+
+# Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
+import data.vgate.lib.pss.at_least
+import data.vgate.lib.pss.container_groups
+import data.vgate.lib.pss.containers_named
+import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.quoted
+import data.vgate.lib.pss.setters
+import data.vgate.lib.pss.windows_exempt
+import data.vgate.lib.workload.judged_specs
+
+valid_types := {"RuntimeDefault", "Localhost"}
+
+pod_type(spec) := object.get(spec, ["securityContext", "seccompProfile", "type"], "")
+
+container_type(container) := object.get(container, ["securityContext", "seccompProfile", "type"], "")
+
+explicitly_bad(type) if {
+	type != ""
+	not type in valid_types
+}
+
+# Total (true or false), for use as a value. (Not `count([1 | ...]) > 0`: the RVM finds an empty
+# comprehension without iteration undefined.)
+bad_flag(type) := true if explicitly_bad(type)
+
+bad_flag(type) := false if not explicitly_bad(type)
+
+# Baseline from v1.19: nothing explicitly Unconfined (or any other type).
+deny contains failure(where, "seccompProfile", detail, "baseline") if {
+	some where, group in container_groups
+	at_least(19)
+	pod_set := bad_flag(pod_type(group.spec))
+	names := [c.name | some c in group.containers; explicitly_bad(container_type(c))]
+	true in [pod_set, count(names) > 0]
+	types := sort({t | some t in array.concat([pod_type(group.spec)], [container_type(c) | some c in group.containers]); explicitly_bad(t)})
+	detail := sprintf("%s must not set securityContext.seccompProfile.type to %s", [setters(pod_set, names), quoted(types)])
+}
+
+# Baseline below v1.19: the alpha annotations.
+annotation_pod := "seccomp.security.alpha.kubernetes.io/pod"
+
+annotation_container_prefix := "container.seccomp.security.alpha.kubernetes.io/"
+
+valid_annotation(value) if value in {"runtime/default", "docker/default"}
+
+valid_annotation(value) if startswith(value, "localhost/")
+
+deny contains failure(judged.where, "seccompProfile", sprintf("forbidden annotations %s", [concat(", ", sort(bad))]), "baseline") if {
+	some judged in judged_specs
+	not at_least(19)
+	bad := [sprintf("%s=%q", [key, value]) |
+		some key, value in judged.metadata.annotations
+		seccomp_annotation(key)
+		not valid_annotation(value)
+	]
+	count(bad) > 0
+}
+
+seccomp_annotation(key) if key == annotation_pod
+
+seccomp_annotation(key) if startswith(key, annotation_container_prefix)
+
+# Restricted: set, not merely not Unconfined. What baseline refuses is not said twice.
+deny contains failure(where, "seccompProfile", detail, "restricted") if {
+	some where, group in container_groups
+	at_least(19)
+	not windows_exempt(group.spec)
+	not pod_type(group.spec) in valid_types
+	not explicitly_bad(pod_type(group.spec))
+	names := [c.name | some c in group.containers; container_type(c) == ""]
+	count(names) > 0
+	detail := sprintf("pod or %s must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"", [
+		containers_named(names),
+	])
+}
