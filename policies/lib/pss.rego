@@ -48,12 +48,11 @@ user_namespace_relaxed(spec) if {
 	spec.hostUsers == false
 }
 
-# Each judged pod spec with its containers (or, for kubectl debug, the containers the request adds).
-container_groups[where] := {"spec": spec, "containers": containers} if {
-	some judged in judged_containers
-	where := judged.where
-	spec := judged.spec
-	containers := [other.container | some other in judged_containers; other.where == where]
+# Each judged pod spec with its containers (or, for kubectl debug, the containers the request adds),
+# by where: computed once per evaluation, in one pass per spec (not one per container).
+container_groups[where] := {"spec": members[0].spec, "containers": [m.container | some m in members]} if {
+	some where in {judged.where | some judged in judged_containers}
+	members := [judged | some judged in judged_containers; judged.where == where]
 }
 
 subject(where) := obj.kind if where == "pod"

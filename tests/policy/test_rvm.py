@@ -163,6 +163,15 @@ def test_requests_beyond_the_rvm_budget_are_answered_by_the_interpreter(engine):
     assert len(privileged) == 24 and all('containers "c0", "c1", "c2", "c3"' in v.message for v in privileged)
 
 
+def test_a_request_over_the_budget_as_a_whole_is_answered_by_the_rvm_in_parts(engine):
+    """Each part of the result (PART_SIZE rule packages) has a budget of its own."""
+    request = EngineInput.of(review(big_volcano_job(tasks=8, containers=4)))
+    answer = engine.evaluate(request)
+    assert answer.engine == "rvm" and answer.fallback is None
+    assert answer.result == engine.evaluate_interpreted(request)
+    assert len([v for v in answer.result.deny if v.rule == "security-privileged-container"]) == 8
+
+
 def test_a_set_the_rvm_cannot_compile_is_served_by_the_interpreter(tmp_path, config):
     policies = copy_policies(tmp_path / "policies")
     (policies / "walker").mkdir()

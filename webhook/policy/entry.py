@@ -16,6 +16,16 @@ from .sources import PolicySet, decision_rules
 
 ENTRY_PACKAGE = "vgate.entry"
 ENTRY_RESULT = f"data.{ENTRY_PACKAGE}.result"
+# The same result in parts of at most this many rule packages, each its own RVM entry point: a
+# request that exceeds the RVM's instruction budget as a whole (a Volcano Job of many tasks) gets a
+# budget per part before it is sent to the interpreter.
+PART_SIZE = 4
+
+
+def part_entries(policy_set: PolicySet) -> list[str]:
+    """The entry points of the result's parts, in order."""
+    count = -(-len(decision_rules(policy_set)) // PART_SIZE)
+    return [f"data.{ENTRY_PACKAGE}.part_{i}" for i in range(count)]
 ENTRY_FILE = "<vgate entry>"
 
 
@@ -33,16 +43,22 @@ def entry_module(rules: dict[str, set[str]]) -> str:
     ``security-privileged-container``), written here once for every rule, in a constant list beside
     the results: building an object per package on every evaluation cost ~5% of the catalogue.
     """
-    def gather(kind: str) -> list[str]:
-        packages = [package for package, kinds in sorted(rules.items()) if kind in kinds]
+    def gather(kind: str, chosen: dict[str, set[str]], name: str) -> list[str]:
+        packages = [package for package, kinds in sorted(chosen.items()) if kind in kinds]
         ids = ", ".join(f'"{package.rsplit(".", 1)[1].replace("_", "-")}"' for package in packages)
         refs = [f"\t\tdata.{package}.{kind}," for package in packages]
-        return [f"{kind}_ids := [{ids}]", "", f"{kind}_results := [", *refs, "]", "",
-                f"{kind} := [violation |", f"\tsome i, results in {kind}_results", "\tsome found in results",
-                f"\tviolation := decision({kind}_ids[i], found)", "]", ""]
+        return [f"{name}_ids := [{ids}]", "", f"{name}_results := [", *refs, "]", "",
+                f"{name} := [violation |", f"\tsome i, results in {name}_results", "\tsome found in results",
+                f"\tviolation := decision({name}_ids[i], found)", "]", ""]
 
-    return "\n".join([f"package {ENTRY_PACKAGE}", "", "import rego.v1", "", *gather("deny"), *gather("warn"),
-                      'result := {"deny": deny, "warn": warn}', "",
+    ordered = sorted(rules.items())
+    parts: list[str] = []
+    for index in range(0, len(ordered), PART_SIZE):
+        chunk, part = dict(ordered[index:index + PART_SIZE]), f"part_{index // PART_SIZE}"
+        parts += [*gather("deny", chunk, f"{part}_deny"), *gather("warn", chunk, f"{part}_warn"),
+                  f'{part} := {{"deny": {part}_deny, "warn": {part}_warn}}', ""]
+    return "\n".join([f"package {ENTRY_PACKAGE}", "", "import rego.v1", "", *gather("deny", rules, "deny"),
+                      *gather("warn", rules, "warn"), 'result := {"deny": deny, "warn": warn}', "", *parts,
                       'decision(rule, found) := {"rule": rule, "msg": found} if is_string(found)', "",
                       'decision(rule, found) := object.union({"rule": rule}, found) if is_object(found)', "",
                       "# Anything else reaches the contract check as it is, and fails it there.",

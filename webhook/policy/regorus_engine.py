@@ -7,7 +7,8 @@ Two regorus engines serve it. The RVM (regorus' compiled bytecode) answers reque
 than the tree-walking interpreter, but it refuses some Rego (e.g. ``walk``, ``with``), stops at a
 budget of 25,000 instructions (a Volcano Job of 16 tasks x 4 containers reaches it) and, like
 OPA's default non-strict mode, turns builtin errors into undefined. So: the RVM answers when it
-can; the interpreter answers the requests it cannot, and the whole set when the RVM cannot
+can (past its instruction budget, in parts of a few rule packages, each with a budget of its
+own); the interpreter answers the requests it cannot, and the whole set when the RVM cannot
 compile it. Each Evaluation says which answered (and why the RVM did not); the server counts and
 logs that. ``vgate test`` runs the unit tests on the interpreter and checks that both engines
 decide every sample alike.
@@ -32,7 +33,7 @@ import regorus
 from ..core.contract import ENTRY_RULE, EngineInput, Evaluation, PolicyResult, parse_result
 from ..core.errors import EvaluationError, PolicyError
 from . import rvm_guard
-from .entry import ENTRY_FILE, ENTRY_RESULT, entry
+from .entry import ENTRY_FILE, ENTRY_RESULT, entry, part_entries
 from .sources import PolicySet
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,8 @@ def compile_engine(policy_set: PolicySet, data: dict[str, Any]) -> regorus.Engin
 def compile_program(policy_set: PolicySet, data: dict[str, Any]) -> bytes:
     """The policy set and its entry as RVM bytecode (see rvm_guard.py); PolicyError if the RVM refuses it."""
     try:
-        return rvm_guard.compile_program([*policy_set.files, entry(policy_set)], data, ENTRY_RESULT)
+        return rvm_guard.compile_program([*policy_set.files, entry(policy_set)], data,
+                                         [ENTRY_RESULT, *part_entries(policy_set)])
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
@@ -143,16 +145,19 @@ class RegorusEngine:
             del table[key]  # engines of replaced policy sets, dropped by the thread that built them
         entry = table.get(id(self))
         if entry is None or entry[0]() is not self:
-            entry = table[id(self)] = (weakref.ref(self), _ThreadEngines(self._policy_set, self._data, self._program))
+            engines = _ThreadEngines(self._policy_set, self._data, self._program, part_entries(self._policy_set))
+            entry = table[id(self)] = (weakref.ref(self), engines)
         return entry[1]
 
 
 class _ThreadEngines:
     """One thread's RVM (loaded from the bytecode, ~0.3 ms) and interpreter (parsed on first need, ~1 ms)."""
 
-    def __init__(self, policy_set: PolicySet, data: dict[str, Any], program: bytes | None) -> None:
+    def __init__(self, policy_set: PolicySet, data: dict[str, Any], program: bytes | None,
+                 parts: list[str] | None = None) -> None:
         self._policy_set = policy_set
         self._data = data
+        self._parts = parts or []
         self._interpreter: Any = None
         self.vm: Any = None
         if program is not None:
@@ -162,15 +167,37 @@ class _ThreadEngines:
             self.vm.set_data_json(json.dumps(data))
 
     def run_vm(self, input_json: str) -> tuple[dict[str, Any] | None, str | None]:
-        """The RVM's result object, or None and why: it stopped (instruction budget) or found it undefined."""
+        """The RVM's result object, or None and why: it stopped (instruction budget) or found it undefined.
+
+        The whole result first; past the instruction budget, the result's parts, each with a budget
+        of its own (a big Volcano Job), before the caller turns to the interpreter.
+        """
         try:
             self.vm.set_input_json(input_json)
-            answer = orjson.loads(self.vm.execute())
+            answer = orjson.loads(self.vm.execute_entry_point(ENTRY_RESULT))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
-            return None, policy_error(exc, ENTRY_RESULT).reason
+            reason = policy_error(exc, ENTRY_RESULT).reason
+            if "instruction limit" not in reason or not self._parts:
+                return None, reason
+            return self._run_parts(reason)
         return (answer, None) if isinstance(answer, dict) else (None, "the RVM found the result undefined")
+
+    def _run_parts(self, whole_reason: str) -> tuple[dict[str, Any] | None, str | None]:
+        merged: dict[str, list[Any]] = {"deny": [], "warn": []}
+        for part in self._parts:
+            try:
+                answer = orjson.loads(self.vm.execute_entry_point(part))
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
+                return None, f"{whole_reason}; and in part {part}: {policy_error(exc, part).reason}"
+            if not isinstance(answer, dict):
+                return None, f"the RVM found {part} undefined"
+            for kind in merged:
+                merged[kind] += answer.get(kind, [])
+        return merged, None
 
     def run_interpreter(self, input_json: str) -> Any:
         """The interpreter's result; an EvaluationError with file, line and reason if it fails."""
