@@ -9,6 +9,10 @@ quartiles, beside the median times (the aim: the full catalogue adds under 50%).
 
     python bench/catalogue.py --block 50 --pairs 200
 
+With --restricted both run with podSecurity enforce, warn and audit at restricted, on the same
+pods made restricted-compliant (so both are admitted: the figure is the cost of judging, not of
+refusing). The checks run whatever the modes; the modes only decide what their results do.
+
 With --https it also starts two real servers (`vgate serve`, TLS, durable decision log), one per
 policy set, and compares what a caller of /validate waits for: ApacheBench with one keep-alive
 connection, alternating blocks between the two servers, the median of per-pair p50 ratios.
@@ -18,16 +22,21 @@ connection, alternating blocks between the two servers, the median of per-pair p
 from __future__ import annotations
 
 import argparse
+import copy
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from webhook.core.config import DEFAULT_CONFIG_PATH  # noqa: E402
 from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
@@ -42,6 +51,26 @@ def core_policies(target: Path) -> Path:
     for rule in CORE:
         shutil.copytree(ROOT / "policies" / rule, target / rule)
     return target
+
+
+def restricted_config(scratch: Path) -> str:
+    """The shipped config with every podSecurity mode at restricted."""
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["podSecurity"].update(enforce="restricted", warn="restricted", audit="restricted")
+    path = scratch / "restricted.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+def restricted(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` with the security context the restricted standard asks for, pod and containers."""
+    pod = copy.deepcopy(pod)
+    spec = pod["spec"]
+    spec.setdefault("securityContext", {}).update(runAsNonRoot=True, seccompProfile={"type": "RuntimeDefault"})
+    for container in [*spec.get("initContainers", []), *spec["containers"]]:
+        container.setdefault("securityContext", {}).update(allowPrivilegeEscalation=False,
+                                                           capabilities={"drop": ["ALL"]})
+    return pod
 
 
 def per_request_us(gateway: Gateway, body: bytes, requests: int) -> float:
@@ -92,17 +121,17 @@ def main() -> None:
     parser.add_argument("--https", action="store_true", help="also compare two real servers over HTTPS")
     parser.add_argument("--https-pairs", type=int, default=10, help="pairs of ab runs per pod over HTTPS")
     parser.add_argument("--https-requests", type=int, default=500, help="requests per ab run")
+    parser.add_argument("--restricted", action="store_true", help="podSecurity at restricted, restricted pods")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        full = load_gateway(Settings(None, str(ROOT / "policies")), Metrics(), audit=False)
-        core = load_gateway(Settings(None, str(core_policies(Path(scratch) / "policies"))), Metrics(), audit=False)
+        config = restricted_config(Path(scratch)) if args.restricted else None
+        full = load_gateway(Settings(config, str(ROOT / "policies")), Metrics(), audit=False)
+        core = load_gateway(Settings(config, str(core_policies(Path(scratch) / "policies"))), Metrics(), audit=False)
         rules = len([p for p in (ROOT / "policies").iterdir() if (p / "policy.rego").is_file()])
         print(f"full catalogue: {rules} rules; core: {len(CORE)} rules; engine {full.engine.name}; "
               f"{args.pairs} pairs of {args.block}-validation blocks per pod")
-        bodies = [
-            ("sensitive pod", admission_review(realistic_pod())),
-            ("typical pod", admission_review(typical_pod())),
-        ]
+        pods = [("sensitive pod", realistic_pod()), ("typical pod", typical_pod())]
+        bodies = [(label, admission_review(restricted(pod) if args.restricted else pod)) for label, pod in pods]
         for label, body in bodies:
             assert full.validate(body)["response"]["allowed"] and core.validate(body)["response"]["allowed"]
             for gateway in (core, full):
