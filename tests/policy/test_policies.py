@@ -142,3 +142,6 @@ def test_every_rule_declares_its_catalogue_metadata():
         assert custom["category"] and custom["remediation"], rule
         assert mlps.is_valid(custom["control"]), f"{rule}: {custom['control']} is no GB/T 22239-2019 control point"
         assert "import rego.v1" in rule.read_text(), rule
+        if rule.parent.name.startswith("security-"):  # a Pod Security Standards check: which, and at which level
+            assert custom["pss"]["check"] and custom["pss"]["level"] in {
+                "baseline", "restricted", "baseline and restricted"}, rule
