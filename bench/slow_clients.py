@@ -22,9 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
-from slow_clients import drip, legitimate  # noqa: E402
-
 from load import admission_review, realistic_pod, start_server  # noqa: E402
+from slow_clients import drip, legitimate  # noqa: E402
 
 
 def main() -> None:

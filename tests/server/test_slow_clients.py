@@ -16,11 +16,11 @@ import time
 
 import pytest
 import yaml
-from slow_clients import drip, legitimate
 
 from webhook.core.config import DEFAULT_CONFIG_PATH
 
 from helpers import pod, review
+from slow_clients import drip, legitimate
 
 
 def short_timeouts() -> str:

@@ -1,0 +1,35 @@
+"""Write deploy/vgate.yaml: the Helm chart (charts/vgate) rendered with its default values.
+
+The chart is the one source of vgate's manifests; deploy/ is its plain rendering for operators
+who apply with kustomize (`kubectl apply -k deploy/`). tests/server/test_chart.py fails when
+deploy/vgate.yaml is not what this script writes now. Needs helm-python-sdk (Helm's own engine,
+no helm binary): `pip install -e '.[test]'`, then `python deploy/render.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "charts" / "vgate"
+NAMESPACE = "vgate-system"
+
+
+def render(values: dict[str, Any] | None = None, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The chart's objects for ``values``, as `helm template vgate charts/vgate -n <namespace>` gives them."""
+    manifests = helm.Chart.load(CHART).render(values or {}, name="vgate", namespace=namespace, is_install=True)
+    return [document for path, text in sorted(manifests.items()) if not path.endswith("NOTES.txt")
+            for document in yaml.safe_load_all(text) if document]
+
+
+def plain() -> str:
+    header = "# Rendered from charts/vgate with its default values by deploy/render.py: edit the chart, not this.\n"
+    return header + "---\n".join(yaml.safe_dump(document, sort_keys=False) for document in render())
+
+
+if __name__ == "__main__":
+    (ROOT / "deploy" / "vgate.yaml").write_text(plain())
