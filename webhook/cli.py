@@ -18,7 +18,7 @@ import click
 from .audit.verify import Finding
 from .core import hours
 from .core.errors import SourceError
-from .server.certs import CertPaths, ca_bundle, write_certs
+from .server.certs import CertPaths, ca_bundle, expires_at, write_certs
 
 log = logging.getLogger("vgate")
 
@@ -35,10 +35,24 @@ def main() -> None:
 @click.option("--service", default="vgate", show_default=True, help="Name of the webhook's Service.")
 @click.option("--namespace", default="vgate-system", show_default=True, help="Namespace of the Service.")
 @click.option("--days", default=365, show_default=True, type=click.IntRange(1, 3650), help="Validity in days.")
-def certs(out: str, service: str, namespace: str, days: int) -> None:
-    """Write a CA and a server certificate; print the base64 caBundle for the webhook configurations."""
-    paths = write_certs(out, service, namespace, days)
-    click.echo(f"wrote {paths.ca}, {paths.cert}, {paths.key} (valid {days} days)", err=True)
+@click.option("--ca-dir", type=click.Path(file_okay=False),
+              help="The CA's own directory (ca.crt, ca.key 0600), kept apart from the serving pair. "
+                   "Default: <out>.ca next to --out. An existing CA signs the new certificate: caBundle stays.")
+def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None) -> None:
+    """Write a serving certificate signed by the kept CA; print the base64 caBundle for the webhook configurations.
+
+    Run it again to renew: the same CA signs the new certificate, so the caBundle does not change,
+    and a running `vgate serve` picks the new pair up without a restart.
+    """
+    ca_dir = ca_dir or f"{out.rstrip('/')}.ca"
+    previous = CertPaths.under(out)
+    if previous.cert.is_file():
+        left = expires_at(previous.cert.read_bytes()) - datetime.now(timezone.utc)
+        click.echo(f"the previous certificate had {left.days} days left", err=True)
+    reused = (Path(ca_dir) / "ca.key").is_file()
+    paths = write_certs(out, service, namespace, days, ca_dir=ca_dir)
+    click.echo(f"wrote {paths.ca}, {paths.cert}, {paths.key} (valid {days} days), signed by the CA in {ca_dir} "
+               f"({'kept: the caBundle is unchanged' if reused else 'new: set the caBundle below'})", err=True)
     click.echo(ca_bundle(paths))
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import re
+import socket
+import ssl
 import subprocess
+import time
 
+import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
@@ -30,10 +35,90 @@ def test_certs_command_writes_ca_and_server_cert_and_prints_ca_bundle(tmp_path):
     assert names.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
     lifetime = server.not_valid_after_utc - server.not_valid_before_utc
     assert 30 <= lifetime.days <= 31
-    assert not list(out.glob("*ca*.key")), "the CA key must not be written"
+    assert not list(out.glob("*.key")) == ["tls.key"] and not (out / "ca.key").exists(), "the CA key is kept apart"
+    assert (tmp_path / "certs.ca" / "ca.key").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "certs.ca" / "ca.crt").read_bytes() == ca_pem
 
 
 def test_serve_generates_development_certs_when_none_exist(start_server):
     server = start_server(workers=1, make_certs=False)  # ready only if TLS verifies against the new CA
     assert "generated development certificates" in server.output()
     assert (server.workdir / "certs" / "tls.key").stat().st_mode & 0o777 == 0o600
+
+
+def certs(out, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*VGATE, "certs", "--out", str(out), *extra], capture_output=True, text=True, check=True)
+
+
+def test_renewal_keeps_the_ca_so_the_ca_bundle_does_not_change(tmp_path):
+    out = tmp_path / "certs"
+    first = certs(out)
+    first_cert = (out / "tls.crt").read_bytes()
+    second = certs(out)
+    assert second.stdout == first.stdout, "the caBundle is the same"
+    assert "kept: the caBundle is unchanged" in second.stderr and "days left" in second.stderr
+    renewed = x509.load_pem_x509_certificate((out / "tls.crt").read_bytes())
+    assert (out / "tls.crt").read_bytes() != first_cert
+    renewed.verify_directly_issued_by(x509.load_pem_x509_certificate((out / "ca.crt").read_bytes()))
+    other = certs(tmp_path / "elsewhere")
+    assert other.stdout != first.stdout, "another CA directory is another CA"
+
+
+def test_a_pair_is_taken_only_when_the_key_is_the_certificates(tmp_path, caplog):
+    from webhook.server.certs import CertPaths
+    from webhook.server.serving_pair import ServingPair
+
+    certs(tmp_path / "a")
+    certs(tmp_path / "b")
+    source = tmp_path / "live"
+    source.mkdir()
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        (source / name).write_bytes((tmp_path / "a" / name).read_bytes())
+    pair = ServingPair(CertPaths.under(source), tmp_path / "runtime")
+    served = pair.served.cert.read_bytes()
+    assert pair.refresh() is False  # nothing changed
+    (source / "tls.crt").write_bytes((tmp_path / "b" / "tls.crt").read_bytes())  # the key not yet
+    assert pair.refresh() is False and pair.served.cert.read_bytes() == served
+    assert "do not match (half replaced?)" in caplog.text
+    (source / "tls.key").write_bytes((tmp_path / "b" / "tls.key").read_bytes())
+    assert pair.refresh() is True and pair.served.cert.read_bytes() == (tmp_path / "b" / "tls.crt").read_bytes()
+    assert pair.served.key.stat().st_mode & 0o777 == 0o600
+    (source / "tls.key").write_bytes(b"not a key")
+    with pytest.raises(ValueError):
+        ServingPair(CertPaths.under(source), tmp_path / "runtime-2")
+
+
+def served_serial(server) -> int:
+    context = ssl.create_default_context(cafile=str(server.ca))  # the first CA: renewals must still verify
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+
+
+def eventually(check, timeout: float = 40.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.3)
+
+
+def test_the_server_picks_up_a_renewal_without_a_restart_and_ignores_a_half_replaced_pair(start_server, tmp_path):
+    server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
+    before = served_serial(server)
+    pid = server.process.pid
+    certs(server.workdir / "certs")  # renew: same CA
+    every_worker = lambda: {served_serial(server) for _ in range(8)}  # noqa: E731 - workers are replaced one by one
+    assert eventually(lambda: len(serials := every_worker()) == 1 and before not in serials), server.output()
+    renewed = served_serial(server)
+    assert server.process.pid == pid and server.process.poll() is None
+    assert server.session.get(server.url + "/readyz").status_code == 200
+    expiry = x509.load_pem_x509_certificate((server.workdir / "certs" / "tls.crt").read_bytes()).not_valid_after_utc
+    metrics = server.session.get(server.url + "/metrics").text
+    shown = re.search(r"^vgate_tls_certificate_expiry_timestamp_seconds (\S+)$", metrics, re.MULTILINE)
+    assert shown and abs(float(shown.group(1)) - expiry.timestamp()) < 10, "the renewed certificate's expiry"
+    certs(tmp_path / "other")
+    (server.workdir / "certs" / "tls.crt").write_bytes((tmp_path / "other" / "tls.crt").read_bytes())
+    assert eventually(lambda: "do not match (half replaced?)" in server.output(), 10), server.output()
+    assert every_worker() == {renewed}

@@ -1,8 +1,10 @@
-"""TLS material for the webhook: a throw-away CA and the server certificate it signs.
+"""TLS material for the webhook: a CA kept apart, the serving certificate it signs, and pair checks.
 
-The API server only needs the CA (the ``caBundle`` of the webhook configurations), and the
-server only needs its own certificate and key. The CA key is used once and never written, so
-no file on disk can mint further certificates; re-running ``vgate certs`` rotates both.
+The API server only needs the CA (the ``caBundle`` of the webhook configurations); the server only
+needs its own certificate and key. ``vgate certs`` keeps the CA in a directory of its own (its key
+0600, never beside the serving pair that goes into the cluster's Secret) and signs each new
+serving certificate with it, so renewing changes nothing the API server holds. Without a CA
+directory (development certificates of ``vgate serve``) the CA key is used once and not written.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-CA_FILE, CERT_FILE, KEY_FILE = "ca.crt", "tls.crt", "tls.key"
+CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE = "ca.crt", "ca.key", "tls.crt", "tls.key"
 
 
 @dataclass(frozen=True)
@@ -44,41 +46,34 @@ def service_names(service: str, namespace: str) -> list[str]:
 
 
 def write_certs(directory: str | Path, service: str, namespace: str, days: int = 365, *,
-                client: bool = False) -> CertPaths:
+                client: bool = False, ca_dir: str | Path | None = None) -> CertPaths:
     """Write ca.crt, tls.crt and tls.key (0600) under ``directory``; return their paths.
 
+    ``ca_dir``: the CA's own directory. Its ca.crt and ca.key (0600) sign the new certificate when
+    they exist, and are created there when they do not; without it the CA key is not kept.
     ``client``: the certificate is one a client presents (extended key usage clientAuth), as the
     API server does to a webhook that requires mutual TLS (``server.clientCA``).
     """
     paths = CertPaths.under(directory)
     paths.ca.parent.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"vgate CA for {service}.{namespace}")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                     crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert, ca_key = _load_ca(Path(ca_dir)) if ca_dir and (Path(ca_dir) / CA_KEY_FILE).is_file() else (None, None)
+    if ca_cert is None or ca_key is None:
+        ca_cert, ca_key = _new_ca(f"vgate CA for {service}.{namespace}", now, max(days, 3650 if ca_dir else days))
+        if ca_dir:
+            Path(ca_dir).mkdir(parents=True, exist_ok=True)
+            _write(Path(ca_dir) / CA_FILE, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+            _write(Path(ca_dir) / CA_KEY_FILE, _private_pem(ca_key), 0o600)
     server_key = ec.generate_private_key(ec.SECP256R1())
     names = service_names(service, namespace)
     server_cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}.{namespace}.svc")]))
-        .issuer_name(ca_name)
+        .issuer_name(ca_cert.subject)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
+        .not_valid_after(min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=False,
@@ -92,9 +87,54 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
     )
     _write(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     _write(paths.cert, server_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(paths.key, server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()), 0o600)
+    _write(paths.key, _private_pem(server_key), 0o600)
     return paths
+
+
+def _new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                     crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _load_ca(ca_dir: Path) -> tuple[x509.Certificate | None, ec.EllipticCurvePrivateKey | None]:
+    cert = x509.load_pem_x509_certificate((ca_dir / CA_FILE).read_bytes())
+    key = serialization.load_pem_private_key((ca_dir / CA_KEY_FILE).read_bytes(), password=None)
+    return (cert, key) if isinstance(key, ec.EllipticCurvePrivateKey) else (None, None)
+
+
+def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def is_matching_pair(cert_pem: bytes, key_pem: bytes) -> bool:
+    """Whether ``key_pem`` is the private key of the certificate ``cert_pem`` (both parse)."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except ValueError:
+        return False
+    raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    return bool(cert.public_key().public_bytes(*raw) == key.public_key().public_bytes(*raw))
+
+
+def expires_at(cert_pem: bytes) -> datetime.datetime:
+    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
 
 
 def ca_bundle(paths: CertPaths) -> str:

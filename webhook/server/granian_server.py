@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,11 @@ from granian.http import HTTP1Settings
 from granian.server import MPServer
 
 from .certs import CertPaths
+from .serving_pair import ServingPair
 
 log = logging.getLogger("vgate")
 SETTINGS_ENV = "VGATE_SERVE_SETTINGS"
+SERVED_CERT_ENV = "VGATE_SERVED_CERT"  # the verified copy workers present: its expiry is a metric
 
 
 @dataclass(frozen=True)
@@ -45,10 +49,23 @@ class _ReloadingServer(MPServer):
 
     granian's own HUP respawns the workers; with a broken policy they would fail to start and take
     the server down. Touching the reload token makes every worker's watcher reload in place and
-    keep its old set if the new one is invalid.
+    keep its old set if the new one is invalid. A renewed certificate is the one case where the
+    workers are replaced (one by one): TLS is set up when a worker starts.
     """
 
+    renew_tls = False
+
+    def respawn_for_new_certificate(self) -> None:
+        self.renew_tls = True
+        self.reload_signal = True
+        self.main_loop_interrupt.set()
+
     def _reload(self, spawn_target: Any, target_loader: Any) -> None:
+        if self.renew_tls:
+            self.renew_tls = False
+            log.info("a new serving certificate: replacing the workers one by one")
+            super()._reload(spawn_target, target_loader)
+            return
         self.reload_signal = False
         self.main_loop_interrupt.clear()
         token = os.environ.get("VGATE_RELOAD_TOKEN")
@@ -58,8 +75,13 @@ class _ReloadingServer(MPServer):
 
 
 def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits, access_log: bool = False) -> None:
-    """Run granian in this process (the master) until SIGTERM or SIGINT; workers build the app."""
+    """Run granian in this process (the master) until SIGTERM or SIGINT; workers build the app.
+
+    Workers load the verified copy of the certificate pair (``ServingPair``); a watcher renews it.
+    """
     os.environ[SETTINGS_ENV] = json.dumps(asdict(settings))
+    pair = ServingPair(certs, Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "tls")
+    os.environ[SERVED_CERT_ENV] = str(pair.served.cert)
     host, _, port = bind.rpartition(":")
     server = _ReloadingServer(
         "webhook.server.wiring:asgi_app_from_environment",
@@ -73,8 +95,8 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
         backlog=max(1024, limits.max_connections),
         backpressure=limits.max_connections,
         websockets=False,
-        ssl_cert=Path(certs.cert),
-        ssl_key=Path(certs.key),
+        ssl_cert=pair.served.cert,
+        ssl_key=pair.served.key,
         ssl_protocol_min=SSLProtocols.tls12,
         ssl_ca=Path(limits.client_ca) if limits.client_ca else None,
         ssl_client_verify=bool(limits.client_ca),
@@ -82,4 +104,18 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
         respawn_failed_workers=True,
         workers_kill_timeout=20,  # graceful shutdown: requests in flight get this long to finish
     )
+    _watch_certificate(pair, server, settings.reload_interval)
     server.serve()
+
+
+def _watch_certificate(pair: ServingPair, server: _ReloadingServer, interval: float) -> None:
+    def loop() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                if pair.refresh():
+                    server.respawn_for_new_certificate()
+            except Exception:  # noqa: BLE001 - the watcher must outlive any one failed look
+                log.exception("certificate watcher error")
+
+    threading.Thread(target=loop, name="vgate-certificate", daemon=True).start()

@@ -58,6 +58,11 @@ class Metrics:
             "1 if every worker's last reload succeeded (0: an old set is serving).",
             multiprocess_mode="livemin", registry=self.registry)
 
+        self.certificate_expiry = Gauge(
+            "vgate_tls_certificate_expiry_timestamp_seconds",
+            "When the serving certificate the workers present expires (Unix time); renewals are picked up live.",
+            multiprocess_mode="livemin", registry=self.registry)
+
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -28,8 +28,9 @@ from ..policy.sources import load_policy_set
 from ..reports.schedule import ReportScheduler
 from .app import create_app
 from .asgi import WsgiBehindLoop
+from .certs import expires_at
 from .gateway import Gateway
-from .granian_server import SETTINGS_ENV
+from .granian_server import SERVED_CERT_ENV, SETTINGS_ENV
 from .metrics import Metrics, forget_dead_workers
 from .reload import LiveGateway
 
@@ -78,6 +79,9 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
     """One worker's app and the live gateway behind it: metrics, files watched, the hourly reports."""
     forget_dead_workers()
     metrics = Metrics()
+    served = os.environ.get(SERVED_CERT_ENV)
+    if served:
+        metrics.certificate_expiry.set(expires_at(Path(served).read_bytes()).timestamp())
     live = LiveGateway(lambda: load_gateway(settings, metrics), metrics)
     live.watch(settings.reload_interval)
     if settings.hourly_reports:
