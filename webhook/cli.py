@@ -72,6 +72,8 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
               show_default=True, help="granian: slow clients cannot starve it (README, Serving); gunicorn (gthread): "
                                       "kept for comparison, a thread per connection.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Log lines on stderr: escaped text, or one JSON object per line for a log shipper.")
 @click.option("--opa-url", help="Evaluate on this OPA server (Data API) instead of in process, e.g. http://127.0.0.1:8181.")
 @click.option("--opa-timeout", default=2.0, show_default=True, type=click.FloatRange(0.05, 30),
               help="Seconds to wait for OPA; keep it below the webhook's timeoutSeconds.")
@@ -80,8 +82,8 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          server_kind: str, access_log: bool, opa_url: str | None, opa_timeout: float, hourly_reports: bool,
-          reload_interval: float) -> None:
+          server_kind: str, access_log: bool, log_format: str, opa_url: str | None, opa_timeout: float,
+          hourly_reports: bool, reload_interval: float) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with granian.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
@@ -90,7 +92,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     """
     from .server.log_format import configure
 
-    configure()
+    configure(log_format=log_format)
     # Must precede the first import of prometheus_client: every worker writes its samples there.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
     from .server.metrics import Metrics, forget_this_process
@@ -123,7 +125,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
 
     limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
                     server_config["clientCA"])
-    serve_granian(settings, bind, workers, paths, limits, access_log)
+    serve_granian(settings, bind, workers, paths, limits, access_log, log_format)
 
 
 @main.command("test")

@@ -19,3 +19,33 @@ def test_control_characters_in_a_message_are_escaped_to_one_line():
     line = stream.getvalue()
     assert line.count("\n") == 1 and line.endswith("\n")
     assert "evil\\x0a2026-12-03 INFO vgate allowed\\x1b[0m" in line
+
+
+def test_json_logs_and_the_decision_mirror_are_one_json_object_per_line(start_server):
+    """--log-format json for the server's logs (stderr); audit.mirrorToStdout for the decisions (stdout),
+    each mirrored line the very line the decision log holds."""
+    import json
+
+    import yaml
+
+    from webhook.core.config import DEFAULT_CONFIG_PATH
+
+    from helpers import pod, review
+
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["audit"]["mirrorToStdout"] = True
+    server = start_server(workers=1, config_text=yaml.safe_dump(document), extra_args=("--log-format", "json"))
+    forged = "evil\n2026-12-03 INFO vgate allowed"
+    server.post("/validate", review(pod(), uid=forged))
+    server.post("/validate", b"{not json")
+    lines = [line for line in server.output().splitlines() if line.strip()]
+    objects = [json.loads(line) for line in lines]  # every line of both streams parses
+    logs = [o for o in objects if "level" in o and "message" in o]
+    assert logs and all(set(o) >= {"time", "level", "logger", "message"} for o in logs)
+    assert any("serving on https://" in o["message"] for o in logs)
+    assert any(o["logger"] == "_granian" for o in logs), "granian's own lines are JSON too"
+    segments = sorted(server.audit_dir.glob("*.jsonl"))
+    recorded = [line for segment in segments for line in segment.read_text().splitlines()]
+    mirrored = [line for line in lines if '"endpoint"' in line and '"prev"' in line]
+    assert mirrored == recorded and len(recorded) == 2
+    assert json.loads(mirrored[0])["uid"] == forged and json.loads(mirrored[1])["httpStatus"] == 400

@@ -50,8 +50,9 @@ class _Pending:
 class DecisionLog:
     """Append-only, hash-chained, group-committed JSON Lines writer for one process."""
 
-    def __init__(self, directory: str | Path, replica: str | None = None) -> None:
+    def __init__(self, directory: str | Path, replica: str | None = None, mirror_fd: int | None = None) -> None:
         self.directory = Path(directory)
+        self._mirror_fd = mirror_fd  # stdout, for the cluster's log shipper: each line once it is on disk
         self.replica = replica or os.environ.get("VGATE_REPLICA") or socket.gethostname()
         self._queue: list[_Pending] = []
         self._queue_lock = threading.Lock()
@@ -130,6 +131,17 @@ class DecisionLog:
             os.ftruncate(fd, start)  # never leave a partial line behind a failed write
             raise
         self._prev = prev
+        if self._mirror_fd is not None:
+            self._mirror(b"\n".join(lines) + b"\n")
+
+    def _mirror(self, data: bytes) -> None:
+        """The same lines to the mirror, after they are durable; a broken mirror never fails a decision."""
+        fd = self._mirror_fd
+        try:
+            while data and fd is not None:
+                data = data[os.write(fd, data):]
+        except OSError:
+            self._mirror_fd = None
 
     def _segment(self, hour: str) -> int:
         if self._fd is not None and self._hour == hour:

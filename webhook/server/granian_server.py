@@ -28,6 +28,7 @@ from granian.http import HTTP1Settings
 from granian.server import MPServer
 
 from .certs import CertPaths
+from .log_format import granian_logging
 from .serving_pair import ServingPair
 
 log = logging.getLogger("vgate")
@@ -74,7 +75,8 @@ class _ReloadingServer(MPServer):
             os.utime(token)
 
 
-def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits, access_log: bool = False) -> None:
+def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits, access_log: bool = False,
+          log_format: str = "text") -> None:
     """Run granian in this process (the master) until SIGTERM or SIGINT; workers build the app.
 
     Workers load the verified copy of the certificate pair (``ServingPair``); a watcher renews it.
@@ -101,6 +103,7 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
         ssl_ca=Path(limits.client_ca) if limits.client_ca else None,
         ssl_client_verify=bool(limits.client_ca),
         log_access=access_log,
+        log_dictconfig=granian_logging(log_format),
         respawn_failed_workers=True,
         workers_kill_timeout=20,  # graceful shutdown: requests in flight get this long to finish
     )

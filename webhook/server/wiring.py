@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -66,7 +67,8 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
     if settings.opa_url:
         isolated.close()
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
-    decisions = DecisionLog(config.document["audit"]["dir"]) if audit else None
+    mirror = sys.stdout.fileno() if config.document["audit"]["mirrorToStdout"] else None
+    decisions = DecisionLog(config.document["audit"]["dir"], mirror_fd=mirror) if audit else None
     exception_rules = ExceptionRules.of(config.document["exceptions"], datetime.now(timezone.utc))
     exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"], exception_rules)
     for error in rejected:
