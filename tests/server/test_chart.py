@@ -24,7 +24,8 @@ VALUE_SETS = {
     "mtls": {"mtls": {"clientCASecret": "apiserver-client-ca"}},
     "three-exempt": {"exemptNamespaces": ["kube-system", "kube-public", "kube-node-lease", "volcano-system",
                                           "gpu-operator", "monitoring", "logging"]},
-    "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+    "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
+                   "grafanaDashboard": {"enabled": True}},
 }
 NAMESPACE = "platform-admission"
 # Custom resources (cert-manager, prometheus-operator) are not in the Kubernetes schema.
@@ -171,3 +172,20 @@ def test_the_break_glass_label_opts_a_namespace_out_of_both_webhooks(tmp_path):
             called = selects(selector, {**labels, "kubernetes.io/metadata.name": name})
             assert called is cluster.calls_vgate(name), (kind, name, labels)
             assert called is (name in {"team-a", "team-c"})
+
+
+def test_the_dashboard_and_alerts_query_only_metrics_vgate_exposes():
+    """Every vgate_* series a panel or an alert reads is one /metrics serves."""
+    import json
+    import re
+
+    from webhook.server.metrics import Metrics
+
+    rendered = check.by_name(render(VALUE_SETS["monitoring"]))
+    dashboard = json.loads(rendered["ConfigMap/vgate-dashboard"]["data"]["vgate.json"])
+    queries = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    queries += [r["expr"] for g in rendered["PrometheusRule/vgate"]["spec"]["groups"] for r in g["rules"]]
+    exposed = {m.name for m in Metrics().registry.collect()}
+    used = {re.sub(r"_(bucket|total|count|sum)$", "", name) for q in queries for name in re.findall(r"vgate_\w+", q)}
+    assert used and used <= {re.sub(r"_total$", "", name) for name in exposed}, used - exposed
+    assert len(dashboard["panels"]) >= 6
