@@ -72,6 +72,16 @@ RESTRICTED_SPEC: dict[str, Any] = {
 }
 
 
+def eventually(check: Any, timeout: float = 40.0) -> Any:
+    """``check()``'s first truthy value within ``timeout`` seconds (polled), or its last falsy one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.25)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

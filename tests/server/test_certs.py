@@ -8,13 +8,12 @@ import re
 import socket
 import ssl
 import subprocess
-import time
 
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from helpers import VGATE
+from helpers import VGATE, eventually
 
 
 def test_certs_command_writes_ca_and_server_cert_and_prints_ca_bundle(tmp_path):
@@ -95,23 +94,16 @@ def served_serial(server) -> int:
         return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
 
 
-def eventually(check, timeout: float = 40.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.3)
-
-
 def test_the_server_picks_up_a_renewal_without_a_restart_and_ignores_a_half_replaced_pair(start_server, tmp_path):
     server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
     before = served_serial(server)
     pid = server.process.pid
     certs(server.workdir / "certs")  # renew: same CA
-    every_worker = lambda: {served_serial(server) for _ in range(8)}  # noqa: E731 - workers are replaced one by one
-    assert eventually(lambda: len(serials := every_worker()) == 1 and before not in serials), server.output()
+    every_worker = lambda: {served_serial(server) for _ in range(8)}  # noqa: E731
+    # The workers are replaced one by one: wait until granian has stopped both old ones.
+    assert eventually(lambda: server.output().count("Stopped old worker") >= 2), server.output()
     renewed = served_serial(server)
+    assert renewed != before and every_worker() == {renewed}
     assert server.process.pid == pid and server.process.poll() is None
     assert server.session.get(server.url + "/readyz").status_code == 200
     expiry = x509.load_pem_x509_certificate((server.workdir / "certs" / "tls.crt").read_bytes()).not_valid_after_utc

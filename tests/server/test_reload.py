@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 
-from helpers import copy_policies, pod, review
+from helpers import copy_policies, eventually, pod, review
 
 BLOCK_RED = """package vgate.rules.no_red
 
@@ -16,15 +15,6 @@ deny contains {"rule": "no-red", "msg": "pods labelled colour=red are not admitt
 \tinput.request.object.metadata.labels.colour == "red"
 }
 """
-
-
-def eventually(check, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
 
 
 def allowed_on_every_worker(server, body) -> set[bool]:

@@ -62,8 +62,8 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
         ca_cert, ca_key = _new_ca(f"vgate CA for {service}.{namespace}", now, max(days, 3650 if ca_dir else days))
         if ca_dir:
             Path(ca_dir).mkdir(parents=True, exist_ok=True)
-            _write(Path(ca_dir) / CA_FILE, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-            _write(Path(ca_dir) / CA_KEY_FILE, _private_pem(ca_key), 0o600)
+            write_atomically(Path(ca_dir) / CA_FILE, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+            write_atomically(Path(ca_dir) / CA_KEY_FILE, _private_pem(ca_key), 0o600)
     server_key = ec.generate_private_key(ec.SECP256R1())
     names = service_names(service, namespace)
     server_cert = (
@@ -85,9 +85,9 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    _write(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(paths.cert, server_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(paths.key, _private_pem(server_key), 0o600)
+    write_atomically(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomically(paths.cert, server_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomically(paths.key, _private_pem(server_key), 0o600)
     return paths
 
 
@@ -142,7 +142,7 @@ def ca_bundle(paths: CertPaths) -> str:
     return base64.b64encode(paths.ca.read_bytes()).decode("ascii")
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
+def write_atomically(path: Path, data: bytes, mode: int) -> None:
     """Write atomically with ``mode`` from the start, so a key is never readable by others."""
     temporary = path.with_name(f".{path.name}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from granian.server import MPServer
 
 from .certs import CertPaths
 from .log_format import granian_logging
+from .periodic import every
 from .serving_pair import ServingPair
 
 log = logging.getLogger("vgate")
@@ -112,13 +111,8 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
 
 
 def _watch_certificate(pair: ServingPair, server: _ReloadingServer, interval: float) -> None:
-    def loop() -> None:
-        while True:
-            time.sleep(interval)
-            try:
-                if pair.refresh():
-                    server.respawn_for_new_certificate()
-            except Exception:  # noqa: BLE001 - the watcher must outlive any one failed look
-                log.exception("certificate watcher error")
+    def look() -> None:
+        if pair.refresh():
+            server.respawn_for_new_certificate()
 
-    threading.Thread(target=loop, name="vgate-certificate", daemon=True).start()
+    every(interval, look, "vgate-certificate")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ from pathlib import Path
 from ..core.errors import SourceError
 from .gateway import Gateway
 from .metrics import Metrics
+from .periodic import every
 
 log = logging.getLogger("vgate")
 RELOAD_TOKEN_ENV = "VGATE_RELOAD_TOKEN"
@@ -73,18 +73,11 @@ class LiveGateway:
     def watch(self, interval: float) -> threading.Thread:
         """Poll the sources (and the SIGHUP token) every ``interval`` seconds in a daemon thread."""
 
-        def loop() -> None:
-            while True:
-                time.sleep(interval)
-                try:
-                    if self.changed():
-                        self.reload()
-                except Exception:  # noqa: BLE001 - the watcher must outlive any one failed look
-                    log.exception("reload watcher error")
+        def look() -> None:
+            if self.changed():
+                self.reload()
 
-        thread = threading.Thread(target=loop, name="vgate-reload", daemon=True)
-        thread.start()
-        return thread
+        return every(interval, look, "vgate-reload")
 
     def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         paths = list(self.current.sources())

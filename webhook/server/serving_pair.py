@@ -13,10 +13,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
-import os
 from pathlib import Path
 
-from .certs import CertPaths, expires_at, is_matching_pair
+from .certs import CertPaths, expires_at, is_matching_pair, write_atomically
 
 log = logging.getLogger("vgate")
 WARN_DAYS = 30
@@ -50,8 +49,8 @@ class ServingPair:
                             self.source.cert, self.source.key)
                 self._refused = digest
             return False
-        _replace(self.served.key, key, 0o600)
-        _replace(self.served.cert, cert, 0o644)
+        write_atomically(self.served.key, key, 0o600)
+        write_atomically(self.served.cert, cert, 0o644)
         self._digest = digest
         self._warn_if_expiring(cert)
         return True
@@ -63,10 +62,3 @@ class ServingPair:
             log.warning("the serving certificate expires in %d days: renew it (vgate certs, or cert-manager)",
                         left.days)
 
-
-def _replace(path: Path, data: bytes, mode: int) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
