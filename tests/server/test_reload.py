@@ -115,3 +115,36 @@ def test_a_policy_set_slow_to_load_is_refused_on_reload(tmp_path, start_server):
     assert "took longer than server.policyLoadTimeoutSeconds (1 s)" in ready["lastReload"]["error"]
     assert ready["policyRevision"] == revision
     assert server.post("/validate", review(pod())).json()["response"]["allowed"] is True
+
+
+def kubelet_projection(root, files: dict[str, str], generation: int) -> None:
+    """Lay ``files`` out as the kubelet projects a ConfigMap volume with items: a timestamped directory,
+    the ``..data`` link swapped to it atomically, and top-level links through ``..data``."""
+    import os
+
+    stamp = root / f"..2026_12_03_00_00_0{generation}"
+    for path, text in files.items():
+        (stamp / path).parent.mkdir(parents=True, exist_ok=True)
+        (stamp / path).write_text(text)
+    temporary = root / "..data_tmp"
+    temporary.symlink_to(stamp.name)
+    os.replace(temporary, root / "..data")
+    for top in {path.split("/")[0] for path in files}:
+        if not (root / top).is_symlink():
+            (root / top).symlink_to(f"..data/{top}")
+
+
+def test_a_config_map_update_of_the_policies_is_picked_up(tmp_path, start_server):
+    """The chart mounts the policies from a ConfigMap: the kubelet's ..data swap must reach the workers."""
+    from helpers import POLICIES
+
+    files = {p.relative_to(POLICIES).as_posix(): p.read_text() for p in POLICIES.rglob("*.rego")
+             if not p.name.endswith("_test.rego")}
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    kubelet_projection(mounted, files, 1)
+    server = start_server(policies=mounted, workers=1, extra_args=("--reload-interval", "0.3"))
+    red = review(pod(labels={"colour": "red"}))
+    assert server.post("/validate", red).json()["response"]["allowed"] is True
+    kubelet_projection(mounted, {**files, "no-red/policy.rego": BLOCK_RED}, 2)
+    assert eventually(lambda: server.post("/validate", red).json()["response"]["allowed"] is False), server.output()
