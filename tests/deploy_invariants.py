@@ -30,8 +30,8 @@ def deployment_runs_ready_checked_non_root_replicas(rendered: Objects, namespace
     spec = deployment["spec"]["template"]["spec"]
     container = spec["containers"][0]
     assert deployment["spec"]["replicas"] >= 2
-    probe = container["readinessProbe"]
-    assert probe.get("httpGet") == {"path": "/readyz", "port": "https", "scheme": "HTTPS"} or "tcpSocket" in probe
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert "--metrics-bind=0.0.0.0:9090" in container["args"]
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
@@ -40,7 +40,7 @@ def deployment_runs_ready_checked_non_root_replicas(rendered: Objects, namespace
     assert container["args"][0] == "serve"
     port = rendered["Service/vgate"]["spec"]["ports"][0]
     assert (port["port"], port["targetPort"]) == (443, "https")
-    assert (container["ports"][0]["name"], container["ports"][0]["containerPort"]) == ("https", 8443)
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("https", 8443), ("metrics", 9090)]
     assert rendered["PodDisruptionBudget/vgate"]["spec"]["minAvailable"] >= 1
 
 
@@ -116,6 +116,7 @@ def only_the_control_plane_and_monitoring_reach_the_webhook(rendered: Objects) -
     sources = [rule["from"][0] for rule in policy["ingress"]]
     assert [list(source) for source in sources] == [["ipBlock"], ["namespaceSelector"]]
     assert sources[1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
-    assert all(rule["ports"] == [{"port": 8443, "protocol": "TCP"}] for rule in policy["ingress"])
+    assert [rule["ports"] for rule in policy["ingress"]] == [[{"port": 8443, "protocol": "TCP"}],
+                                                             [{"port": 9090, "protocol": "TCP"}]]
 
 

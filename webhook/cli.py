@@ -72,6 +72,9 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
               show_default=True, help="granian: slow clients cannot starve it (README, Serving); gunicorn (gthread): "
                                       "kept for comparison, a thread per connection.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
+@click.option("--metrics-bind", metavar="HOST:PORT",
+              help="Serve /metrics, /healthz and /readyz (plain HTTP) on this port too, for probes and Prometheus, "
+                   "so the HTTPS port serves the API server alone (granian only).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Log lines on stderr: escaped text, or one JSON object per line for a log shipper.")
 @click.option("--opa-url", help="Evaluate on this OPA server (Data API) instead of in process, e.g. http://127.0.0.1:8181.")
@@ -82,8 +85,8 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
-          server_kind: str, access_log: bool, log_format: str, opa_url: str | None, opa_timeout: float,
-          hourly_reports: bool, reload_interval: float) -> None:
+          server_kind: str, access_log: bool, metrics_bind: str | None, log_format: str, opa_url: str | None,
+          opa_timeout: float, hourly_reports: bool, reload_interval: float) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with granian.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
@@ -122,6 +125,14 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
         return
     from .server.granian_server import Limits
     from .server.granian_server import serve as serve_granian
+    from .server.probe_port import STATUS_DIR_ENV, serve_probes
+
+    if metrics_bind:
+        status_dir = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "status"
+        status_dir.mkdir(exist_ok=True)
+        os.environ[STATUS_DIR_ENV] = str(status_dir)
+        serve_probes(metrics_bind, status_dir)
+        log.info("probes and metrics on http://%s", metrics_bind)
 
     limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
                     server_config["clientCA"])

@@ -78,13 +78,8 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
 
     @app.get("/readyz")
     def readyz() -> Response:
-        gateway, status = live.current, live.status
-        unready = gateway.audit_unready()
-        if unready:
-            return _error(503, unready)
-        return json.response({"status": "ready", "policyRevision": gateway.revision,
-                                  "policyEngine": gateway.engine.name, "config": gateway.config.source,
-                                  "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}})
+        status, body = readiness(live)
+        return json.response(body) if status == 200 else _error(status, body["error"])
 
     @app.get("/metrics")
     def metrics_view() -> Response:
@@ -108,6 +103,17 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
 
 
 _DRAIN_FACTOR = 4
+
+
+def readiness(live: LiveGateway) -> tuple[int, dict[str, Any]]:
+    """/readyz's status and body: 503 with the reason while the decision log cannot be written."""
+    gateway, status = live.current, live.status
+    unready = gateway.audit_unready()
+    if unready:
+        return 503, {"error": unready, "status": 503}
+    return 200, {"status": "ready", "policyRevision": gateway.revision, "policyEngine": gateway.engine.name,
+                 "config": gateway.config.source,
+                 "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}}
 
 
 def _read_body(limit: int) -> bytes:

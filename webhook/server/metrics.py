@@ -79,7 +79,7 @@ def forget_dead_workers() -> None:
         return
     pids = {int(m.group(1)) for f in Path(directory).glob("*_live*_*.db") if (m := re.search(r"_(\d+)\.db$", f.name))}
     for pid in pids:
-        if not _running(pid):
+        if not running(pid):
             multiprocess.mark_process_dead(pid, directory)
 
 
@@ -89,7 +89,8 @@ def forget_this_process() -> None:
         multiprocess.mark_process_dead(os.getpid())
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether a process with this pid exists (one another user owns counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -33,6 +33,8 @@ from .certs import expires_at
 from .gateway import Gateway
 from .granian_server import SERVED_CERT_ENV, SETTINGS_ENV
 from .metrics import Metrics, forget_dead_workers
+from .periodic import every
+from .probe_port import STATUS_DIR_ENV, write_status
 from .reload import LiveGateway
 
 log = logging.getLogger("vgate")
@@ -86,6 +88,9 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
         metrics.certificate_expiry.set(expires_at(Path(served).read_bytes()).timestamp())
     live = LiveGateway(lambda: load_gateway(settings, metrics), metrics)
     live.watch(settings.reload_interval)
+    if os.environ.get(STATUS_DIR_ENV):  # the master serves /readyz on the probe port from these reports
+        write_status(live)
+        every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)

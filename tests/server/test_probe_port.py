@@ -1,0 +1,50 @@
+"""The probe port (`vgate serve --metrics-bind`): metrics and readiness without the admission endpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import requests
+
+from webhook.server.probe_port import _aggregate
+
+from helpers import RESTRICTED_SPEC, free_port, pod, review
+
+
+def test_probes_and_metrics_are_served_apart_from_the_admission_port(start_server):
+    port = free_port()
+    server = start_server(workers=2, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    assert server.post("/validate", review(pod(**RESTRICTED_SPEC))).json()["response"]["allowed"] is True
+    probes = f"http://127.0.0.1:{port}"
+    ready = requests.get(probes + "/readyz", timeout=5)
+    deadline = time.monotonic() + 20
+    while ready.status_code != 200 and time.monotonic() < deadline:  # both workers report within seconds
+        time.sleep(0.3)
+        ready = requests.get(probes + "/readyz", timeout=5)
+    assert ready.status_code == 200 and len(ready.json()["policyRevision"]) == 64, ready.text
+    assert requests.get(probes + "/healthz", timeout=5).json() == {"status": "ok"}
+    metrics = requests.get(probes + "/metrics", timeout=5).text
+    assert 'vgate_admission_requests_total{decision="allowed",dry_run="false",endpoint="validate"' in metrics
+    refused = requests.post(probes + "/validate", data=json.dumps(review(pod())), timeout=5)
+    assert refused.status_code == 405 and refused.json()["status"] == 405
+    assert requests.get(probes + "/validate", timeout=5).status_code == 404
+
+
+def test_ready_only_while_every_live_worker_recently_said_so(tmp_path):
+    def report(pid: int, code: int, age: float = 0.0) -> None:
+        body = {"status": "ready"} if code == 200 else {"error": "decision log unavailable", "status": code}
+        (tmp_path / f"{pid}.json").write_text(json.dumps({"code": code, "body": body, "written": time.time() - age}))
+
+    assert _aggregate(tmp_path)[0] == 503  # nobody reported yet
+    report(os.getpid(), 200)
+    assert _aggregate(tmp_path) == (200, {"status": "ready"})
+    report(os.getppid(), 503)
+    assert _aggregate(tmp_path) == (503, {"error": "decision log unavailable", "status": 503})
+    report(os.getppid(), 200, age=60)
+    assert _aggregate(tmp_path)[1]["error"] == "a worker has not reported for over 30 s"
+    report(os.getppid(), 200)
+    dead = 4_000_000  # above Linux's pid_max: no such process
+    report(dead, 503)
+    assert _aggregate(tmp_path)[0] == 200 and not (tmp_path / f"{dead}.json").exists()

@@ -1,0 +1,104 @@
+"""/metrics, /healthz and /readyz on a port of their own (``vgate serve --metrics-bind``), plain HTTP.
+
+The admission port then serves the API server alone: with mutual TLS the kubelet's probes and
+Prometheus (no client certificate) could not reach it, and a NetworkPolicy that lets the
+monitoring namespace scrape 8443 also lets it send AdmissionReviews. This port has no admission
+endpoint at all. It is served by the master: /metrics merges every worker's samples (the
+multiprocess directory), and /readyz is ready only while every live worker reports ready in the
+status file it rewrites every few seconds (``write_status``); a worker that has not reported for
+``STALE_SECONDS`` counts as not ready.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+
+from .app import readiness
+from .metrics import running
+from .reload import LiveGateway
+
+STATUS_DIR_ENV = "VGATE_STATUS_DIR"
+STALE_SECONDS = 30.0
+
+
+def write_status(live: LiveGateway) -> None:
+    """This worker's /readyz answer, for the master's probe port (no-op without one)."""
+    directory = os.environ.get(STATUS_DIR_ENV)
+    if not directory:
+        return
+    code, body = readiness(live)
+    path = Path(directory) / f"{os.getpid()}.json"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({"code": code, "body": body, "written": time.time()}))
+    os.replace(temporary, path)
+
+
+def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
+    """Start the probe port's server in a daemon thread of this (the master) process."""
+    host, _, port = bind.rpartition(":")
+
+    class Handler(BaseHTTPRequestHandler):
+        timeout = 10  # a slow client holds one thread for at most this long
+
+        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            if self.path == "/metrics":
+                registry = CollectorRegistry()
+                multiprocess.MultiProcessCollector(registry)
+                self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+            elif self.path == "/healthz":
+                self._json(200, {"status": "ok"})
+            elif self.path == "/readyz":
+                self._json(*_aggregate(status_dir))
+            else:
+                self._json(404, {"error": "not found: this port serves /metrics, /healthz and /readyz", "status": 404})
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._json(405, {"error": "admission requests go to the HTTPS port", "status": 405})
+
+        def _json(self, code: int, body: dict[str, Any]) -> None:
+            self._send(code, json.dumps(body).encode(), "application/json")
+
+        def _send(self, code: int, payload: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds: not logged
+            return
+
+    server = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="vgate-probes", daemon=True).start()
+    return server
+
+
+def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
+    """Ready while every live worker says so, recently; the first reason otherwise."""
+    reports = []
+    for path in sorted(status_dir.glob("*.json")):
+        if not running(int(path.stem)):
+            path.unlink(missing_ok=True)
+            continue
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    if not reports:
+        return 503, {"error": "no worker has reported ready yet", "status": 503}
+    for report in reports:
+        if time.time() - report["written"] > STALE_SECONDS:
+            return 503, {"error": "a worker has not reported for over 30 s", "status": 503}
+        if report["code"] != 200:
+            return report["code"], report["body"]
+    return 200, reports[0]["body"]
+
