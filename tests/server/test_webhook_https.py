@@ -181,18 +181,20 @@ def test_oversized_body_gets_413(server):
 
 
 def test_an_oversized_chunked_body_gets_413_and_is_recorded(server):
-    """No Content-Length to refuse by: the body is read to the cap and no further."""
+    """No Content-Length to refuse by: the body is read to the cap, the rest read and dropped (to a
+    bound), so the client, still sending, is not cut off before it reads the answer."""
 
     def chunks():
         for _ in range(64):  # 4 MiB, over the 3 MiB cap
             yield b"x" * 65536
 
-    response = server.session.post(server.url + "/validate", data=chunks(), timeout=30,
-                                   headers={"Content-Type": "application/json", "X-Probe": "chunked-413"})
-    assert response.request.headers.get("Transfer-Encoding") == "chunked"
-    assert response.status_code == 413
-    assert response.json() == {"error": "request body is larger than 3145728 bytes", "status": 413}
-    assert server.decisions()[-1]["httpStatus"] == 413
+    for _ in range(5):  # the cut-off was a race: once in a while the client saw a reset instead
+        response = server.session.post(server.url + "/validate", data=chunks(), timeout=30,
+                                       headers={"Content-Type": "application/json", "X-Probe": "chunked-413"})
+        assert response.request.headers.get("Transfer-Encoding") == "chunked"
+        assert response.status_code == 413
+        assert response.json() == {"error": "request body is larger than 3145728 bytes", "status": 413}
+        assert server.decisions()[-1]["httpStatus"] == 413
 
 
 def test_unknown_paths_and_methods_are_json_errors(server):

@@ -50,19 +50,18 @@ class WsgiBehindLoop:
             return
         limit, timeout = self._max_body(), self._read_timeout()
         declared = _content_length(scope)
-        timed_out = False
-        if declared is not None and declared > limit:
-            body = b""  # the app refuses it by its Content-Length
-            if declared <= limit * DRAIN_FACTOR:  # read and drop it, so the client gets to read the 413
-                try:
-                    await asyncio.wait_for(_discard(receive), timeout)
-                except TimeoutError:
-                    pass
-        else:
+        timed_out, oversized = False, declared is not None and declared > limit
+        body = b""  # a declared length over the limit is refused by the app without its body
+        if not oversized:
             try:
-                body = await asyncio.wait_for(_read(receive, limit + 1), timeout)
+                body, oversized = await asyncio.wait_for(_read(receive, limit + 1), timeout)
             except TimeoutError:
-                body, timed_out = b"", True
+                timed_out = True
+        if oversized:  # read and drop the rest (to a bound), so the client is not cut off before the 413
+            try:
+                await asyncio.wait_for(_discard(receive, limit * DRAIN_FACTOR - len(body)), timeout)
+            except TimeoutError:
+                pass
         environ = _environ(scope, body, declared if declared is not None and declared > limit else None)
         if timed_out:
             environ[BODY_TIMEOUT_KEY] = timeout
@@ -90,16 +89,19 @@ class WsgiBehindLoop:
         return int(status.split(" ", 1)[0]), encoded, payload
 
 
-async def _discard(receive: Receive) -> None:
-    """Read the rest of a body and drop it."""
-    while True:
+async def _discard(receive: Receive, budget: int) -> None:
+    """Read the rest of a body, at most ``budget`` more bytes, and drop it."""
+    while budget > 0:
         message = await receive()
-        if message["type"] != "http.request" or not message.get("more_body", False):
+        if message["type"] != "http.request":
+            return
+        budget -= len(message.get("body", b""))
+        if not message.get("more_body", False):
             return
 
 
-async def _read(receive: Receive, most: int) -> bytes:
-    """The body's bytes, at most ``most`` of them (the rest is left unread)."""
+async def _read(receive: Receive, most: int) -> tuple[bytes, bool]:
+    """The body's first ``most`` bytes at most, and whether more was sent than that."""
     parts: list[bytes] = []
     size = 0
     while size < most:
@@ -111,7 +113,7 @@ async def _read(receive: Receive, most: int) -> bytes:
         size += len(chunk)
         if not message.get("more_body", False):
             break
-    return b"".join(parts)[:most]
+    return b"".join(parts)[:most], size >= most
 
 
 def _content_length(scope: Scope) -> int | None:
