@@ -166,10 +166,11 @@ class Server:
         )
 
     def decisions(self) -> list[dict[str, Any]]:
+        """Every record, in the order they were decided (each worker writes a segment of its own)."""
         records = []
         for segment in sorted(self.audit_dir.glob("*.jsonl")):
             records += [json.loads(line) for line in segment.read_text().splitlines()]
-        return records
+        return sorted(records, key=lambda record: record["time"])
 
     def decisions_tolerant(self) -> list[dict[str, Any]]:
         """Every whole record, skipping a torn last line a crash may leave."""
