@@ -56,8 +56,11 @@ class IsolatedEngine:
         self._timeout = timeout
         self._budget = load_budget
         self._lock = threading.Lock()
-        self._child: _Child | None = None
-        self._child, ready = self._start()
+        # The current child, if any (none after one was stopped, until the next evaluation starts one);
+        # in a list so that one finalizer, which may not hold the engine, stops whichever it is then.
+        self._children: list[_Child] = []
+        weakref.finalize(self, _stop_all, self._children)
+        ready = self._start()
         self.name: str = ready["name"]
         self.rvm_refusal: str | None = ready.get("rvm_refusal")
 
@@ -71,35 +74,31 @@ class IsolatedEngine:
 
     def close(self) -> None:
         with self._lock:
-            if self._child is not None:
-                self._child.stop()
-                self._child = None
+            _stop_all(self._children)
 
     def _exchange(self, frame: bytes) -> dict[str, Any]:
         with self._lock:
-            if self._child is None:
+            if not self._children:
                 try:
-                    self._child, _ = self._start()
+                    self._start()
                 except PolicyError as error:
                     raise EvaluationError(f"the policy evaluator could not be restarted: {error.reason}") from None
-            child = self._child
             try:
-                reply = child.ask(frame, self._timeout)
+                reply = self._children[0].ask(frame, self._timeout)
             except _Timeout:
-                child.stop()
-                self._child = None
+                _stop_all(self._children)
                 raise EvaluationError(f"policy evaluation took longer than server.evaluationTimeoutSeconds "
                                       f"({self._timeout:g} s) and was stopped") from None
             except _Gone as gone:
-                child.stop()
-                self._child = None
+                _stop_all(self._children)
                 raise EvaluationError(f"the policy evaluator exited during evaluation ({gone})") from None
         if "error" in reply:
             raise EvaluationError(reply["error"])
         return reply
 
-    def _start(self) -> tuple[_Child, dict[str, Any]]:
-        """A child with the policy set compiled and warmed up, within the load budget; PolicyError if not."""
+    def _start(self) -> dict[str, Any]:
+        """Start a child with the policy set compiled and warmed up, within the load budget; its ready
+        message. PolicyError if it cannot."""
         child = _Child()
         try:
             ready = child.ask(self._load_request, self._budget)
@@ -114,8 +113,14 @@ class IsolatedEngine:
             child.stop()
             file, line, reason = ready["policy_error"]
             raise PolicyError(file, line, reason)
-        weakref.finalize(self, child.stop)
-        return child, ready
+        self._children[:] = [child]
+        return ready
+
+
+def _stop_all(children: list[_Child]) -> None:
+    for child in children:
+        child.stop()
+    children.clear()
 
 
 class _Child:

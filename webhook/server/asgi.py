@@ -4,13 +4,14 @@ Thread-per-request servers hand a connection to a thread as soon as its headers 
 client that drips its body one byte a second holds a thread; a few such clients hold them all
 (measured in the README's "Serving"). Here the event loop of granian's ASGI worker reads every
 body, for thousands of connections at once; only a complete body (or a refusal) reaches the
-unchanged Flask app, run in one thread per worker: regorus holds the GIL, so more threads would
-add contention, not throughput.
+unchanged Flask app, run on a few app threads per worker (``--threads``): one decodes and records
+while another waits for its evaluation or its fsync.
 
 Bodies are bounded as the app bounds them: a Content-Length over the limit is passed on without
-its body (read and dropped up to ``DRAIN_FACTOR`` times the limit) and any other body is read to
-the limit plus one byte at most (the app answers 413 to both). A body that does not arrive within ``read_timeout``
-seconds is passed on cut short, marked ``vgate.body_timeout``: the app answers 408 and records it.
+its body, and any other body is read to the limit plus one byte at most (the app answers 413 to
+both); the rest of an oversized body is read and dropped up to ``DRAIN_FACTOR`` times the limit.
+A body that does not arrive within ``read_timeout`` seconds is passed on cut short, marked
+``vgate.body_timeout``: the app answers 408 and records it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class WsgiBehindLoop:
             return
         limit, timeout = self._max_body(), self._read_timeout()
         declared = _content_length(scope)
-        timed_out, oversized = False, declared is not None and declared > limit
+        declared_over = declared if declared is not None and declared > limit else None
+        timed_out, oversized = False, declared_over is not None
         body = b""  # a declared length over the limit is refused by the app without its body
         if not oversized:
             try:
@@ -62,7 +64,7 @@ class WsgiBehindLoop:
                 await asyncio.wait_for(_discard(receive, limit * DRAIN_FACTOR - len(body)), timeout)
             except TimeoutError:
                 pass
-        environ = _environ(scope, body, declared if declared is not None and declared > limit else None)
+        environ = _environ(scope, body, declared_over)
         if timed_out:
             environ[BODY_TIMEOUT_KEY] = timeout
         status, headers, payload = await asyncio.get_running_loop().run_in_executor(

@@ -28,6 +28,7 @@ from granian.server import MPServer
 from .certs import CertPaths
 from .log_format import granian_logging
 from .periodic import every
+from .reload import touch_reload_token
 from .serving_pair import ServingPair
 
 log = logging.getLogger("vgate")
@@ -68,10 +69,8 @@ class _ReloadingServer(MPServer):
             return
         self.reload_signal = False
         self.main_loop_interrupt.clear()
-        token = os.environ.get("VGATE_RELOAD_TOKEN")
-        if token:
+        if touch_reload_token():
             log.info("SIGHUP: workers reload config and policies")
-            os.utime(token)
 
 
 def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits, access_log: bool = False,
@@ -83,12 +82,12 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
     os.environ[SETTINGS_ENV] = json.dumps(asdict(settings))
     pair = ServingPair(certs, Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "tls")
     os.environ[SERVED_CERT_ENV] = str(pair.served.cert)
-    host, _, port = bind.rpartition(":")
+    host, port = host_and_port(bind)
     server = _ReloadingServer(
         "webhook.server.wiring:asgi_app_from_environment",
         factory=True,
-        address=host.strip("[]") or "0.0.0.0",
-        port=int(port),
+        address=host,
+        port=port,
         interface=Interfaces.ASGINL,
         workers=workers,
         http=HTTPModes.http1,
@@ -108,6 +107,12 @@ def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limi
     )
     _watch_certificate(pair, server, settings.reload_interval)
     server.serve()
+
+
+def host_and_port(bind: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8443`` too; an empty host is every address) as a host and a port."""
+    host, _, port = bind.rpartition(":")
+    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def _watch_certificate(pair: ServingPair, server: _ReloadingServer, interval: float) -> None:

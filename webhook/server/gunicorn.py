@@ -16,6 +16,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from .certs import CertPaths
+from .reload import touch_reload_token
 
 
 class _ReloadingArbiter(Arbiter):
@@ -27,10 +28,8 @@ class _ReloadingArbiter(Arbiter):
     """
 
     def handle_hup(self) -> None:
-        token = os.environ.get("VGATE_RELOAD_TOKEN")
-        if token:
+        if touch_reload_token():
             self.log.info("SIGHUP: workers reload config and policies")
-            os.utime(token)
 
 
 @dataclass(frozen=True)

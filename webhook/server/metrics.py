@@ -66,10 +66,15 @@ class Metrics:
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            merged = CollectorRegistry()
-            multiprocess.MultiProcessCollector(merged)
-            return generate_latest(merged), CONTENT_TYPE_LATEST
+            return merged_exposition()
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def merged_exposition() -> tuple[bytes, str]:
+    """Every process's samples from the multiprocess directory, as one exposition, and its content type."""
+    merged = CollectorRegistry()
+    multiprocess.MultiProcessCollector(merged)
+    return generate_latest(merged), CONTENT_TYPE_LATEST
 
 
 def forget_dead_workers() -> None:

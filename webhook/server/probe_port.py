@@ -19,10 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
-
 from .app import readiness
-from .metrics import running
+from .granian_server import host_and_port
+from .metrics import merged_exposition, running
 from .reload import LiveGateway
 
 STATUS_DIR_ENV = "VGATE_STATUS_DIR"
@@ -43,16 +42,12 @@ def write_status(live: LiveGateway) -> None:
 
 def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
     """Start the probe port's server in a daemon thread of this (the master) process."""
-    host, _, port = bind.rpartition(":")
-
     class Handler(BaseHTTPRequestHandler):
         timeout = 10  # a slow client holds one thread for at most this long
 
         def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
             if self.path == "/metrics":
-                registry = CollectorRegistry()
-                multiprocess.MultiProcessCollector(registry)
-                self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                self._send(200, *merged_exposition())
             elif self.path == "/healthz":
                 self._json(200, {"status": "ok"})
             elif self.path == "/readyz":
@@ -76,7 +71,7 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds: not logged
             return
 
-    server = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), Handler)
+    server = ThreadingHTTPServer(host_and_port(bind), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="vgate-probes", daemon=True).start()
     return server

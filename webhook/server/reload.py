@@ -27,6 +27,14 @@ log = logging.getLogger("vgate")
 RELOAD_TOKEN_ENV = "VGATE_RELOAD_TOKEN"
 
 
+def touch_reload_token() -> bool:
+    """Make every worker's watcher look at its files now (what SIGHUP does); False without a token."""
+    token = os.environ.get(RELOAD_TOKEN_ENV)
+    if token:
+        os.utime(token)
+    return bool(token)
+
+
 @dataclass(frozen=True)
 class ReloadStatus:
     at: str
