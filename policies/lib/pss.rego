@@ -67,6 +67,11 @@ plural(word, items) := word if count(items) == 1
 
 plural(word, items) := concat("", [word, "s"]) if count(items) != 1
 
+# The verb for them: "container "a" uses", "containers "a", "b" use".
+uses(items) := "uses" if count(items) == 1
+
+uses(items) := "use" if count(items) != 1
+
 # `container "a"` or `containers "a", "b"`.
 containers_named(names) := sprintf("%s %s", [plural("container", names), quoted(names)])
 

@@ -19,20 +19,17 @@ import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
 import data.vgate.lib.pss.plural
+import data.vgate.lib.pss.uses
 
 deny contains failure(where, "hostPort", detail, "baseline") if {
 	some where, group in container_groups
-	names := [c.name | some c in group.containers; some port in object.get(c, "ports", []); opens(port)]
+	names := sort({c.name | some c in group.containers; some port in object.get(c, "ports", []); opens(port)})
 	count(names) > 0
 	ports := sort({port.hostPort | some c in group.containers; some port in object.get(c, "ports", []); opens(port)})
 	detail := sprintf("%s %s %s %s", [
-		containers_named(sort({name | some name in names})), plural_verb(names), plural("hostPort", ports),
+		containers_named(names), uses(names), plural("hostPort", ports),
 		concat(", ", [sprintf("%v", [p]) | some p in ports]),
 	])
 }
 
 opens(port) if object.get(port, "hostPort", 0) != 0
-
-plural_verb(names) := "uses" if count({name | some name in names}) == 1
-
-plural_verb(names) := "use" if count({name | some name in names}) != 1

@@ -22,6 +22,7 @@ import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
 import data.vgate.lib.pss.plural
 import data.vgate.lib.pss.quoted
+import data.vgate.lib.pss.uses
 
 handler_paths := [
 	["livenessProbe"], ["readinessProbe"], ["startupProbe"],
@@ -41,6 +42,5 @@ deny contains failure(where, "probe or lifecycle host", detail, "baseline") if {
 	names := [c.name | some c in group.containers; count(hosts(c)) > 0]
 	count(names) > 0
 	used := sort({h | some c in group.containers; some h in hosts(c)})
-	verb := {true: "uses", false: "use"}[count(names) == 1]
-	detail := sprintf("%s %s %s %s", [containers_named(names), verb, plural("probe or lifecycle host", used), quoted(used)])
+	detail := sprintf("%s %s %s %s", [containers_named(names), uses(names), plural("probe or lifecycle host", used), quoted(used)])
 }

@@ -20,6 +20,7 @@ import rego.v1
 import data.vgate.lib.pss.failure
 import data.vgate.lib.pss.plural
 import data.vgate.lib.pss.quoted
+import data.vgate.lib.pss.uses
 import data.vgate.lib.workload.judged_specs
 
 allowed_types := {
@@ -36,9 +37,8 @@ deny contains failure(judged.where, "restricted volume types", detail, "restrict
 	bad := [v | some v in object.get(judged.spec, "volumes", []); count(restricted_types(v)) > 0]
 	count(bad) > 0
 	types := sort({t | some v in bad; some t in restricted_types(v)})
-	verb := {true: "uses", false: "use"}[count(bad) == 1]
 	detail := sprintf("%s %s %s %s %s", [
-		plural("volume", bad), quoted([v.name | some v in bad]), verb, plural("restricted volume type", types),
+		plural("volume", bad), quoted([v.name | some v in bad]), uses(bad), plural("restricted volume type", types),
 		quoted(types),
 	])
 }
