@@ -82,6 +82,14 @@ def eventually(check: Any, timeout: float = 40.0) -> Any:
         time.sleep(0.25)
 
 
+def shipped_config(**sections: dict[str, Any]) -> str:
+    """The shipped config as YAML, each named section's keys changed (the rest of the section kept)."""
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    for name, changes in sections.items():
+        document[name] = {**document.get(name, {}), **changes}
+    return yaml.safe_dump(document)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -11,7 +11,7 @@ from pathlib import Path
 from webhook.audit.log import GENESIS, DecisionLog
 from webhook.audit.verify import verify_segments
 
-from helpers import VGATE, pod, review
+from helpers import VGATE, pod, review, shipped_config
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
@@ -195,15 +195,9 @@ def test_a_sealed_torn_line_is_acknowledged_until_the_segment_changes(tmp_path):
 def test_readyz_drains_a_replica_whose_log_fails_and_recovers_by_itself(tmp_path, start_server):
     """After audit.unreadyAfterFailures failed writes /readyz answers 503 (the Service stops sending
     admission requests there); once the volume takes writes again it is ready, with no restart."""
-    import yaml
-
-    from helpers import DEFAULT_CONFIG_PATH
-
     audit = tmp_path / "audit-volume"
     audit.write_text("the volume is not there: a file where the log directory should be")
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["audit"]["unreadyAfterFailures"] = 2
-    server = start_server(workers=1, audit_dir=audit, config_text=yaml.safe_dump(document))
+    server = start_server(workers=1, audit_dir=audit, config_text=shipped_config(audit={"unreadyAfterFailures": 2}))
     for n in range(2):
         assert server.post("/validate", review(pod(), uid=f"lost-{n}")).json()["response"]["allowed"] is False
     ready = server.session.get(server.url + "/readyz", timeout=10)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from webhook.core.admission import decode_review
-from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
+from webhook.core.config import parse_config
 from webhook.core.mutation import mutate
 from webhook.offline.admit import admit, review_for
 from webhook.offline.chain.core_defaults import default_pod, image_tag
@@ -30,7 +30,7 @@ from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
 
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from helpers import K8S_VERSION, POLICIES, VGATE, corpus_file, crd_validator, is_strictly_valid, pod
+from helpers import K8S_VERSION, POLICIES, VGATE, corpus_file, crd_validator, is_strictly_valid, pod, shipped_config
 
 RESOURCE_GROUPS = [{"resourceGroup": "cpu", "object": {"key": "namespace", "value": ["ml-training"]},
                     "schedulerName": "default-scheduler", "labels": {"vgate.io/node-pool": "cpu"}}]
@@ -38,10 +38,7 @@ RESOURCE_GROUPS = [{"resourceGroup": "cpu", "object": {"key": "namespace", "valu
 
 def config_with(**sections: Any):
     """The shipped config with some sections changed, and an engine whose policies see it."""
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    for key, value in sections.items():
-        document[key] = {**document.get(key, {}), **value}
-    config = parse_config(yaml.safe_dump(document))
+    config = parse_config(shipped_config(**sections))
     return config, RegorusEngine(load_policy_set(POLICIES), config.document)
 
 

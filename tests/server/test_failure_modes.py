@@ -5,11 +5,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH
 
-from helpers import VGATE, copy_policies, pod, review
+from helpers import VGATE, copy_policies, pod, review, shipped_config
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
 # number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on
@@ -162,18 +161,12 @@ def with_rule(tmp_path, name: str, text: str):
     return policies
 
 
-def server_config(**server: object) -> str:
-    """The shipped config with these ``server`` keys set."""
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["server"].update(server)
-    return yaml.safe_dump(document)
-
-
 @pytest.mark.parametrize("failure_mode", ["deny", "allow"])
 def test_an_evaluation_past_its_deadline_is_stopped_answered_per_failure_mode_and_recorded(
         tmp_path, start_server, failure_mode):
     server = start_server(policies=with_rule(tmp_path, "slow", SLOW_RULE), workers=1,
-                          config_text=server_config(failureMode=failure_mode, evaluationTimeoutSeconds=0.5))
+                          config_text=shipped_config(server={"failureMode": failure_mode,
+                                                                  "evaluationTimeoutSeconds": 0.5}))
     slow = review(pod(annotations={"count": "400000000"}), uid="slow-1")
     response = server.post("/validate", slow).json()["response"]
     reason = "policy evaluation took longer than server.evaluationTimeoutSeconds (0.5 s) and was stopped"
@@ -193,7 +186,7 @@ def test_an_evaluation_past_its_deadline_is_stopped_answered_per_failure_mode_an
 
 def test_a_policy_set_slow_to_load_is_refused_at_start(tmp_path):
     config = tmp_path / "vgate.yaml"
-    config.write_text(server_config(policyLoadTimeoutSeconds=1))
+    config.write_text(shipped_config(server={"policyLoadTimeoutSeconds": 1}))
     result = serve_fails("--config", str(config), "--policies", str(with_rule(tmp_path, "slow_load", SLOW_AT_LOAD)))
     assert result.returncode == 1
     assert "compiling and warming up the policy set took longer than server.policyLoadTimeoutSeconds (1 s)" in (

@@ -26,15 +26,10 @@ def test_json_logs_and_the_decision_mirror_are_one_json_object_per_line(start_se
     each mirrored line the very line the decision log holds."""
     import json
 
-    import yaml
+    from helpers import pod, review, shipped_config
 
-    from webhook.core.config import DEFAULT_CONFIG_PATH
-
-    from helpers import pod, review
-
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["audit"]["mirrorToStdout"] = True
-    server = start_server(workers=1, config_text=yaml.safe_dump(document), extra_args=("--log-format", "json"))
+    server = start_server(workers=1, config_text=shipped_config(audit={"mirrorToStdout": True}),
+                          extra_args=("--log-format", "json"))
     forged = "evil\n2026-12-03 INFO vgate allowed"
     server.post("/validate", review(pod(), uid=forged))
     server.post("/validate", b"{not json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import signal
 
-from helpers import copy_policies, eventually, pod, review
+from helpers import copy_policies, eventually, pod, review, shipped_config
 
 BLOCK_RED = """package vgate.rules.no_red
 
@@ -85,9 +85,7 @@ def test_sighup_reloads_in_place_and_config_changes_apply(start_server):
 def test_an_empty_config_is_refused_on_reload_and_the_old_one_keeps_serving(start_server):
     """An empty file (a truncated write, a wrong mount) is not "every default": that would drop the
     registry allow-list and every other setting without a word."""
-    from test_failure_modes import server_config
-
-    config = server_config().replace("allowedRegistries: []", "allowedRegistries: [registry.example.com/]")
+    config = shipped_config(images={"allowedRegistries": ["registry.example.com/"]})
     server = start_server(workers=1, config_text=config, extra_args=("--reload-interval", "0.3"))
     untrusted = review(pod(containers=[{"name": "c", "image": "docker.io/evil/miner:latest"}]))
     assert server.post("/validate", untrusted).json()["response"]["allowed"] is False
@@ -100,11 +98,11 @@ def test_an_empty_config_is_refused_on_reload_and_the_old_one_keeps_serving(star
 
 
 def test_a_policy_set_slow_to_load_is_refused_on_reload(tmp_path, start_server):
-    from test_failure_modes import SLOW_AT_LOAD, server_config
+    from test_failure_modes import SLOW_AT_LOAD
 
     policies = copy_policies(tmp_path / "policies")
-    server = start_server(policies=policies, workers=1, config_text=server_config(policyLoadTimeoutSeconds=1),
-                          extra_args=("--reload-interval", "0.3"))
+    config = shipped_config(server={"policyLoadTimeoutSeconds": 1})
+    server = start_server(policies=policies, workers=1, config_text=config, extra_args=("--reload-interval", "0.3"))
     revision = server.session.get(server.url + "/readyz").json()["policyRevision"]
     (policies / "slow_load").mkdir()
     (policies / "slow_load" / "policy.rego").write_text(SLOW_AT_LOAD)

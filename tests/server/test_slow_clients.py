@@ -15,23 +15,15 @@ import threading
 import time
 
 import pytest
-import yaml
 
-from webhook.core.config import DEFAULT_CONFIG_PATH
-
-from helpers import pod, review
+from helpers import pod, review, shipped_config
 from slow_clients import drip, legitimate
-
-
-def short_timeouts() -> str:
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["server"].update(bodyReadTimeoutSeconds=2, headerReadTimeoutSeconds=3)
-    return yaml.safe_dump(document)
 
 
 @pytest.fixture
 def guarded(start_server):
-    return start_server(workers=2, config_text=short_timeouts())
+    return start_server(workers=2, config_text=shipped_config(server={"bodyReadTimeoutSeconds": 2,
+                                                                          "headerReadTimeoutSeconds": 3}))
 
 
 def test_sixty_dripping_connections_do_not_delay_legitimate_requests(guarded):

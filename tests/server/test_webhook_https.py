@@ -14,13 +14,11 @@ import ssl
 import jsonpatch
 import pytest
 import requests
-import yaml
 from cryptography import x509
 
-from webhook.core.config import DEFAULT_CONFIG_PATH
 from webhook.server.certs import write_certs
 
-from helpers import RESTRICTED_SPEC, pod, review
+from helpers import RESTRICTED_SPEC, pod, review, shipped_config
 
 SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
 DIGEST = "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -257,9 +255,7 @@ def test_with_client_ca_only_callers_with_a_certificate_from_it_get_an_answer(tm
     """server.clientCA: mutual TLS, as the API server does with a kubeconfig naming a client certificate."""
     apiserver = write_certs(tmp_path / "apiserver", "kube-apiserver", "kube-system", client=True)
     stranger = write_certs(tmp_path / "stranger", "kube-apiserver", "kube-system", client=True)
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["server"]["clientCA"] = str(apiserver.ca)
-    server = start_server(config_text=yaml.safe_dump(document), workers=1,
+    server = start_server(config_text=shipped_config(server={"clientCA": str(apiserver.ca)}), workers=1,
                           client_cert=(str(apiserver.cert), str(apiserver.key)))
     body = json.dumps(review(pod(), uid="mtls"))
     headers = {"Content-Type": "application/json"}
