@@ -48,8 +48,11 @@ def webhooks_are_registered_as_designed(rendered: Objects, namespace: str) -> No
     for kind, path, operations in (("MutatingWebhookConfiguration", "/mutate", {"CREATE"}),
                                    ("ValidatingWebhookConfiguration", "/validate", {"CREATE", "UPDATE"})):
         webhook = rendered[f"{kind}/vgate"]["webhooks"][0]
-        assert webhook["clientConfig"]["service"] == {"name": "vgate", "namespace": namespace, "path": path,
-                                                      "port": 443}
+        client = webhook["clientConfig"]
+        if "url" in client:  # webhooks.url: the same path on the URL given, and no Service
+            assert client["url"].startswith("https://") and client["url"].endswith(path) and "service" not in client
+        else:
+            assert client["service"] == {"name": "vgate", "namespace": namespace, "path": path, "port": 443}
         assert webhook["sideEffects"] == "None" and webhook["admissionReviewVersions"] == ["v1"]
         assert 1 <= webhook["timeoutSeconds"] <= 30
         resources = {(group, resource, operation) for rule in webhook["rules"] for group in rule["apiGroups"]

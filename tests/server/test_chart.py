@@ -22,6 +22,7 @@ VALUE_SETS = {
     "cert-manager": {"certManager": {"enabled": True}},
     "existing-claim": {"audit": {"existingClaim": "shared-evidence"}},
     "mtls": {"mtls": {"clientCASecret": "apiserver-client-ca"}},
+    "by-url": {"webhooks": {"url": "https://192.0.2.10:8443/"}},
     "three-exempt": {"exemptNamespaces": ["kube-system", "kube-public", "kube-node-lease", "volcano-system",
                                           "gpu-operator", "monitoring", "logging"]},
     "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
@@ -95,6 +96,16 @@ def test_without_cert_manager_the_ca_bundle_value_is_used():
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         assert rendered[f"{kind}/vgate"]["webhooks"][0]["clientConfig"]["caBundle"] == bundle
     assert not any(key.startswith("Certificate/") for key in rendered)
+
+
+def test_webhooks_url_routes_both_configurations_by_url_instead_of_the_service():
+    rendered = check.by_name(render({"webhooks": {"url": "https://192.0.2.10:8443/"}}))
+    for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
+        client = rendered[f"{kind}/vgate"]["webhooks"][0]["clientConfig"]
+        assert client["url"] == "https://192.0.2.10:8443" + path and "service" not in client
+    for bad in ("http://192.0.2.10:8443", "https://host/path", "https://host?x=1"):
+        with pytest.raises(Exception, match="url"):
+            render({"webhooks": {"url": bad}})
 
 
 def test_an_existing_claim_is_used_and_none_is_created():

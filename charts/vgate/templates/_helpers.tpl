@@ -58,11 +58,15 @@ namespaceSelector:
 
 {{- define "vgate.webhookClient" -}}
 clientConfig:
+  {{- if .root.Values.webhooks.url }}
+  url: {{ printf "%s%s" (trimSuffix "/" .root.Values.webhooks.url) .path | quote }}
+  {{- else }}
   service:
     name: vgate
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
     port: 443
+  {{- end }}
   {{- if not .root.Values.certManager.enabled }}
   caBundle: {{ .root.Values.tls.caBundle | default "Cg==" }}
   {{- end }}
