@@ -1,0 +1,424 @@
+"""`e2e/cluster up|down|status|build`: a real control plane on loopback with vgate in front of it.
+
+etcd, kube-apiserver, kube-controller-manager, Volcano's webhook-manager, controller-manager and
+scheduler, kwok (fake Nodes whose pods become Running) and `vgate serve` from this checkout, each
+a process of its own, started in dependency order and waited for by its readiness endpoint.
+Everything Volcano and vgate install into the cluster comes from their Helm charts as Helm renders
+them (Volcano's chart from its module, vgate's from charts/vgate); only the webhooks' clientConfig
+becomes a URL on 127.0.0.1, because without kube-proxy no Service address routes.
+
+State lives in .e2e/ (ignored): bin/ (the build), run/ (certificates, etcd data, logs, pids, made
+anew by every `up`), kubeconfig (cluster admin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import build, charts, pki
+
+ROOT = build.ROOT
+STATE = ROOT / ".e2e"
+RUN = STATE / "run"
+KUBECONFIG = STATE / "kubeconfig"
+HOST = "127.0.0.1"
+
+ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
+APISERVER_PORT = 16443
+KCM_PORT = 16257
+VOLCANO_WEBHOOK_PORT = 16444
+VGATE_PORT, VGATE_METRICS_PORT = 16446, 16447
+APISERVER = f"https://{HOST}:{APISERVER_PORT}"
+VGATE_URL = f"https://{HOST}:{VGATE_PORT}"
+
+# Fake nodes kwok keeps Ready: two zones, memory-encrypted (SEV-SNP) or not, one GPU node
+# tainted for a tenant; names say what each one is.
+NODES: list[dict[str, Any]] = [
+    {"name": "zone-a-sev-1", "zone": "zone-a", "encrypted": True},
+    {"name": "zone-a-sev-2", "zone": "zone-a", "encrypted": True},
+    {"name": "zone-a-plain-1", "zone": "zone-a", "encrypted": False},
+    {"name": "zone-b-sev-1", "zone": "zone-b", "encrypted": True},
+    {"name": "zone-b-gpu-1", "zone": "zone-b", "encrypted": False, "gpus": 8,
+     "taints": [{"key": "dedicated", "value": "serving", "effect": "NoSchedule"}]},
+]
+
+
+@dataclass
+class Component:
+    """One process of the control plane: its command, and how to tell it is ready."""
+
+    name: str
+    command: list[str]
+    ready: Callable[[], bool]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid_file(self) -> Path:
+        return RUN / "pids" / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return RUN / "logs" / f"{self.name}.log"
+
+    def start(self, timeout: float = 120) -> None:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       cwd=RUN, env={**os.environ, **self.env}, start_new_session=True)
+        self.pid_file.write_text(str(process.pid))
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if process.poll() is not None:
+                raise SystemExit(f"e2e: {self.name} exited {process.returncode}; last lines of {self.log_file}:\n"
+                                 + _tail(self.log_file))
+            if time.monotonic() > deadline:
+                raise SystemExit(f"e2e: {self.name} not ready in {timeout:.0f} s; last lines of {self.log_file}:\n"
+                                 + _tail(self.log_file))
+            time.sleep(0.3)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
+
+
+def _https_ok(url: str, ca: Path, cert: tuple[Path, Path] | None = None) -> bool:
+    context = ssl.create_default_context(cafile=str(ca))
+    if cert:
+        context.load_cert_chain(str(cert[0]), str(cert[1]))
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=3) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def kubectl(*args: str, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The built kubectl (the cluster's own minor) against the admin kubeconfig."""
+    return subprocess.run([str(build.BIN / "kubectl"), "--kubeconfig", str(KUBECONFIG), *args], input=input_text,
+                          capture_output=True, text=True, check=check)
+
+
+def apply(objects: list[dict[str, Any]]) -> None:
+    if objects:
+        result = kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=e2e-cluster", "-f", "-",
+                         input_text=yaml.safe_dump_all(objects), check=False)
+        if result.returncode:
+            raise SystemExit(f"e2e: kubectl apply failed:\n{result.stderr}")
+
+
+def _kubeconfig(path: Path, ca: Path, cert: tuple[Path, Path], user: str) -> Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "e2e",
+        "clusters": [{"name": "e2e", "cluster": {"server": APISERVER, "certificate-authority": str(ca)}}],
+        "users": [{"name": user, "user": {"client-certificate": str(cert[0]), "client-key": str(cert[1])}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def identity_kubeconfig(name: str, user: str, groups: tuple[str, ...] = ()) -> Path:
+    """A kubeconfig that authenticates as ``user`` in ``groups`` (a client certificate of the cluster's CA)."""
+    ca = pki.Authority(RUN / "pki", "e2e-ca")
+    cert = ca.issue(RUN / "pki" / "clients", name, user, organizations=groups)
+    return _kubeconfig(RUN / f"{name}.kubeconfig", ca.cert_path, cert, user)
+
+
+def _service_account_user(namespace: str, name: str) -> tuple[str, tuple[str, ...]]:
+    """How RBAC knows a service account: a client certificate with this subject is that account."""
+    return (f"system:serviceaccount:{namespace}:{name}",
+            ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"))
+
+
+def _with_url(configuration: dict[str, Any], base_url: str, ca_bundle: str) -> dict[str, Any]:
+    """A webhook configuration routed to ``base_url`` + each webhook's service path (no kube-proxy here)."""
+    for webhook in configuration["webhooks"]:
+        service = webhook["clientConfig"].pop("service")
+        webhook["clientConfig"] = {"url": base_url + service.get("path", "/"), "caBundle": ca_bundle}
+    return configuration
+
+
+def up() -> None:
+    """Starts the whole control plane, fresh; returns when vgate's webhooks are registered."""
+    down(quiet=True)
+    binaries = build.build()
+    shutil.rmtree(RUN, ignore_errors=True)
+    (RUN / "pki").mkdir(parents=True)
+    ca = pki.Authority(RUN / "pki", "e2e-ca")
+    serving = ca.issue(RUN / "pki", "serving", "127.0.0.1", hosts=(HOST, "localhost", "kubernetes",
+                                                                     "kubernetes.default.svc"))
+    sa_key, sa_pub = pki.signing_key_pair(RUN / "pki")
+    admin = ca.issue(RUN / "pki" / "clients", "admin", "kubernetes-admin", organizations=("system:masters",))
+    _kubeconfig(KUBECONFIG, ca.cert_path, admin, "kubernetes-admin")
+
+    Component("etcd", [
+        str(binaries / "etcd"), "--name=e2e", f"--data-dir={RUN / 'etcd'}",
+        f"--listen-client-urls=http://{HOST}:{ETCD_PORT}", f"--advertise-client-urls=http://{HOST}:{ETCD_PORT}",
+        f"--listen-peer-urls=http://{HOST}:{ETCD_PEER_PORT}",
+        f"--initial-advertise-peer-urls=http://{HOST}:{ETCD_PEER_PORT}",
+        f"--initial-cluster=e2e=http://{HOST}:{ETCD_PEER_PORT}", "--unsafe-no-fsync",
+        f"--listen-metrics-urls=http://{HOST}:{ETCD_PORT + 1}",
+    ], lambda: _http_ok(f"http://{HOST}:{ETCD_PORT}/health")).start()
+
+    apiserver_ready = lambda: _https_ok(f"{APISERVER}/readyz", ca.cert_path, admin)  # noqa: E731
+    Component("kube-apiserver", [
+        str(binaries / "kube-apiserver"), f"--etcd-servers=http://{HOST}:{ETCD_PORT}",
+        f"--bind-address={HOST}", f"--advertise-address={HOST}", f"--secure-port={APISERVER_PORT}",
+        f"--tls-cert-file={serving[0]}", f"--tls-private-key-file={serving[1]}",
+        f"--client-ca-file={ca.cert_path}", "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer={APISERVER}", f"--service-account-key-file={sa_pub}",
+        f"--service-account-signing-key-file={sa_key}",
+        # Only an allocation range for ClusterIPs: nothing routes to it (no kube-proxy) and no test sends there.
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--allow-privileged=true", "--profiling=false",
+        # The default admission plugins stay on (NamespaceLifecycle, LimitRanger, ServiceAccount, Priority,
+        # DefaultTolerationSeconds, PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ...).
+    ], apiserver_ready, env={}).start(timeout=180)
+    _write_component_kubeconfigs(ca)
+
+    volcano = charts.volcano_objects()
+    apply([o for o in volcano.cluster_setup])
+    _wait_established([o["metadata"]["name"] for o in volcano.cluster_setup
+                       if o["kind"] == "CustomResourceDefinition"])
+
+    Component("kube-controller-manager", [
+        str(binaries / "kube-controller-manager"), f"--kubeconfig={RUN / 'kcm.kubeconfig'}",
+        f"--authentication-kubeconfig={RUN / 'kcm.kubeconfig'}", f"--authorization-kubeconfig={RUN / 'kcm.kubeconfig'}",
+        f"--bind-address={HOST}", f"--secure-port={KCM_PORT}", "--leader-elect=false",
+        f"--service-account-private-key-file={sa_key}", f"--root-ca-file={ca.cert_path}",
+        "--use-service-account-credentials=true",
+        # No cloud, no node IPAM (kwok gives pods their addresses), no kube-proxy.
+        "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder",
+    ], lambda: _https_ok(f"https://{HOST}:{KCM_PORT}/healthz", ca.cert_path, admin) or _kcm_ready()).start()
+
+    _start_volcano(binaries, ca, volcano)
+    _start_kwok(binaries)
+    _start_vgate()
+    print(f"e2e: up; export KUBECONFIG={KUBECONFIG}", file=sys.stderr)
+
+
+def _kcm_ready() -> bool:
+    # kube-controller-manager serves /healthz on a certificate of its own making; trust it by asking the
+    # API server instead: its service-account controller has made the default account in kube-system.
+    return kubectl("-n", "kube-system", "get", "serviceaccount", "default", check=False).returncode == 0
+
+
+def _write_component_kubeconfigs(ca: pki.Authority) -> None:
+    clients = RUN / "pki" / "clients"
+    cert = ca.issue(clients, "kcm", "system:kube-controller-manager")
+    _kubeconfig(RUN / "kcm.kubeconfig", ca.cert_path, cert, "system:kube-controller-manager")
+
+
+def _wait_established(crds: list[str]) -> None:
+    for name in crds:
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+
+
+def _start_volcano(binaries: Path, ca: pki.Authority, volcano: charts.VolcanoObjects) -> None:
+    clients, config = RUN / "pki" / "clients", RUN / "volcano"
+    config.mkdir(parents=True, exist_ok=True)
+    kubeconfigs = {}
+    for component, account in (("admission", "volcano-admission"), ("controllers", "volcano-controllers"),
+                               ("scheduler", "volcano-scheduler")):
+        user, groups = _service_account_user(charts.VOLCANO_NAMESPACE, account)
+        cert = ca.issue(clients, f"volcano-{component}", user, organizations=groups)
+        kubeconfigs[component] = _kubeconfig(config / f"{component}.kubeconfig", ca.cert_path, cert, user)
+    serving = ca.issue(config, "webhook", HOST, hosts=(HOST,))
+    bundle = base64.b64encode(ca.cert_path.read_bytes()).decode()
+    base = f"https://{HOST}:{VOLCANO_WEBHOOK_PORT}"
+    apply([_with_url(c, base, bundle) for c in volcano.webhook_configurations])
+    for name, text in volcano.files.items():
+        (config / name).write_text(text)
+
+    Component("vc-webhook-manager", [
+        str(binaries / "vc-webhook-manager"), f"--kubeconfig={kubeconfigs['admission']}",
+        *charts.args_without(volcano.args["admission"], "--tls-", "--ca-cert-file", "--admission-conf",
+                             "--webhook-namespace", "--webhook-service-name", "--port", "2>&1"),
+        f"--tls-cert-file={serving[0]}", f"--tls-private-key-file={serving[1]}", f"--ca-cert-file={ca.cert_path}",
+        f"--admission-conf={config / 'volcano-admission.conf'}", f"--webhook-url={base}",
+        f"--listen-address={HOST}", f"--port={VOLCANO_WEBHOOK_PORT}", f"--healthz-address={HOST}:16451",
+    ], lambda: _https_ok(f"https://{HOST}:16451/healthz", ca.cert_path)).start()  # on its webhook certificate
+    Component("vc-controller-manager", [
+        str(binaries / "vc-controller-manager"), f"--kubeconfig={kubeconfigs['controllers']}",
+        *charts.args_without(volcano.args["volcano-controllers"], "2>&1"),
+        f"--healthz-address={HOST}:16452", f"--listen-address={HOST}:16453",
+    ], lambda: _http_ok(f"http://{HOST}:16452/healthz")).start()
+    Component("vc-scheduler", [
+        str(binaries / "vc-scheduler"), f"--kubeconfig={kubeconfigs['scheduler']}",
+        *charts.args_without(volcano.args["volcano-scheduler"], "--scheduler-conf", "2>&1"),
+        f"--scheduler-conf={config / 'volcano-scheduler.conf'}",
+        f"--healthz-address={HOST}:16454", f"--listen-address={HOST}:16455",
+    ], lambda: _http_ok(f"http://{HOST}:16454/healthz")).start()
+    # The scheduler creates the default and root queues at start; tests need them.
+    deadline = time.monotonic() + 60
+    while kubectl("get", "queue", "default", check=False).returncode:
+        if time.monotonic() > deadline:
+            raise SystemExit("e2e: Volcano's default queue did not appear")
+        time.sleep(0.5)
+
+
+def node_objects() -> list[dict[str, Any]]:
+    nodes = []
+    for spec in NODES:
+        labels = {"kubernetes.io/hostname": spec["name"], "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "topology.kubernetes.io/zone": spec["zone"], "type": "kwok"}
+        if spec["encrypted"]:
+            labels["node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"] = "true"
+        capacity = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+        if spec.get("gpus"):
+            capacity["nvidia.com/gpu"] = str(spec["gpus"])
+        nodes.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": spec["name"], "labels": labels,
+                         "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"taints": spec.get("taints", [])},
+            "status": {"capacity": capacity, "allocatable": capacity},
+        })
+    return nodes
+
+
+def _start_kwok(binaries: Path) -> None:
+    Component("kwok", [
+        str(binaries / "kwok"), f"--kubeconfig={KUBECONFIG}",
+        "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-ip=127.0.0.1", "--cidr=127.16.0.0/16", f"--server-address={HOST}:16456",
+    ], lambda: _http_ok(f"http://{HOST}:16456/healthz")).start()
+    apply(node_objects())
+    kubectl("wait", "--for=condition=Ready", "--timeout=90s", "node", "--all")
+
+
+VGATE_DIR = RUN / "vgate"
+VGATE_CLI = [sys.executable, "-m", "webhook"]
+
+
+def readiness() -> dict[str, Any]:
+    """vgate's /readyz on its probe port (policy revision, last reload), or {} while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{VGATE_METRICS_PORT}/readyz", timeout=3) as response:
+            body: dict[str, Any] = json.loads(response.read())
+            return body
+    except (OSError, ValueError):
+        return {}
+
+
+def vgate_component() -> Component:
+    """`vgate serve` from this checkout, configured as the chart configures its pods."""
+    workdir = VGATE_DIR
+    return Component("vgate", [
+        *VGATE_CLI, "serve", f"--config={workdir / 'vgate.yaml'}",
+        f"--policies={workdir / 'policies'}", f"--certs={workdir / 'certs'}", f"--bind={HOST}:{VGATE_PORT}",
+        "--workers=2", f"--metrics-bind={HOST}:{VGATE_METRICS_PORT}", "--no-hourly-reports",
+    ], lambda: _http_ok(f"http://{HOST}:{VGATE_METRICS_PORT}/readyz"),
+        env={"PYTHONPATH": str(ROOT), "VGATE_REPLICA": "e2e"})
+
+
+def vgate_webhook_configurations() -> list[dict[str, Any]]:
+    """vgate's two webhook configurations as the chart renders them, routed to 127.0.0.1."""
+    bundle = base64.b64encode((VGATE_DIR / "certs" / "ca.crt").read_bytes()).decode()
+    return charts.vgate_objects({"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}}).webhook_configurations
+
+
+def _start_vgate() -> None:
+    workdir = VGATE_DIR
+    workdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([*VGATE_CLI, "certs", "--out", str(workdir / "certs"),
+                    "--ca-dir", str(workdir / "certs.ca")], check=True, capture_output=True, cwd=ROOT)
+    bundle = base64.b64encode((workdir / "certs" / "ca.crt").read_bytes()).decode()
+    vgate = charts.vgate_objects({"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}})
+    (workdir / "vgate.yaml").write_text(charts.local_config(vgate.config, workdir))
+    charts.project(vgate.policies, workdir / "policies")
+    (workdir / "exceptions").mkdir(exist_ok=True)
+    vgate_component().start()
+    apply(vgate.cluster_setup)
+    apply(vgate.webhook_configurations)
+
+
+def stop(name: str) -> None:
+    """Stops one component (its whole process group): SIGTERM, then SIGKILL after 10 s."""
+    pid_file = RUN / "pids" / f"{name}.pid"
+    pid = int(pid_file.read_text())
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pid_file.unlink()
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        os.killpg(pid, signal.SIGKILL)
+    pid_file.unlink()
+
+
+def down(quiet: bool = False) -> None:
+    """Stops every process `up` started (the pid files say which), newest first."""
+    pids = RUN / "pids"
+    if not pids.is_dir():
+        return
+    for pid_file in sorted(pids.glob("*.pid"), key=lambda p: p.stat().st_mtime, reverse=True):
+        stop(pid_file.stem)
+        if not quiet:
+            print(f"e2e: stopped {pid_file.stem}", file=sys.stderr)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A child of ours that exited but was not reaped (the `up` process is gone) is not running.
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return False
+
+
+def status() -> int:
+    pids = RUN / "pids"
+    running = {p.stem: _alive(int(p.read_text())) for p in sorted(pids.glob("*.pid"))} if pids.is_dir() else {}
+    print(json.dumps(running, indent=1))
+    return 0 if running and all(running.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="e2e/cluster", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down", "status", "build"])
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        up()
+    elif args.command == "down":
+        down()
+    elif args.command == "build":
+        build.build()
+    else:
+        return status()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
