@@ -442,6 +442,10 @@ def test_an_unreadable_volcano_admission_config_is_bad_input(tmp_path):
     good = tmp_path / "good.conf"
     good.write_text(yaml.safe_dump({"resourceGroups": RESOURCE_GROUPS}))
     assert read_admission_config(good) == RESOURCE_GROUPS
+    # Volcano's chart ships the file with every line commented out: no resource groups, valid to Volcano.
+    shipped = tmp_path / "shipped.conf"
+    shipped.write_text("#resourceGroups:\n#- resourceGroup: management\n#  schedulerName: default-scheduler\n")
+    assert read_admission_config(shipped) == []
 
 
 def test_https_server_mutates_delivered_objects_and_is_reinvocation_safe(server, config):

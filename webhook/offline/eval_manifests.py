@@ -62,7 +62,10 @@ class Verdict:
             "warnings": decision.warnings, "error": self.result.validation.error,
             "exempt": self.result.validation.exempt,
             **({"chain": [{"step": s.name, "source": s.source, "patch": s.patch} for s in delivery.steps],
-                "refused": delivery.refused} if delivery else {}),
+                "refused": delivery.refused, "delivered": delivery.delivered} if delivery else {}),
+            # The object validation judged: with the chain, what the model predicts the API server
+            # sends vgate's /validate (tests/e2e/test_chain_model.py holds it to the real one).
+            "object": self.result.mutated,
         }
 
     def as_text(self) -> str:

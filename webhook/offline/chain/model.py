@@ -197,6 +197,7 @@ def _defaulter(group: str, version: str, kind: str, cluster: Cluster) -> _Defaul
 
 
 def _default_template(obj: dict[str, Any], kind: str) -> None:
+    core_defaults.default_controller(obj, kind)
     template = template_of(obj, kind)
     if template is not None and isinstance(template.get("spec"), dict):
         core_defaults.default_pod_spec(template["spec"])
