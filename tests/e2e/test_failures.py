@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import ssl
 import subprocess
 import threading
 import time
@@ -185,13 +186,21 @@ def test_certificate_rotation_while_requests_flow_loses_none(kube: Kube) -> None
         time.sleep(1)
         subprocess.run([*cluster.VGATE_CLI, "certs", "--out", str(cluster.VGATE_DIR / "certs"),
                         "--ca-dir", str(cluster.VGATE_DIR / "certs.ca")], check=True, capture_output=True)
-        # The server replaces its workers one by one once it sees the new pair.
-        time.sleep(12)
+        renewed = (cluster.VGATE_DIR / "certs" / "tls.crt").read_bytes()
+        assert renewed != before
+        # The server replaces its workers one by one once it sees the new pair; every connection
+        # then gets the renewed certificate (the API server trusts both: same CA).
+        assert eventually(lambda: all(served_certificate() == renewed.decode() for _ in range(6)), timeout=30)
+        time.sleep(1)
     finally:
         stop.set()
         worker.join()
-    assert (cluster.VGATE_DIR / "certs" / "tls.crt").read_bytes() != before
     assert created > 10 and failures == [], failures[:3]
+
+
+def served_certificate() -> str:
+    """The PEM certificate vgate's HTTPS port presents to a new connection."""
+    return ssl.get_server_certificate((cluster.HOST, cluster.VGATE_PORT))
 
 
 def break_glass_commands() -> list[tuple[str, str]]:
