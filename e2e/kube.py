@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
 from e2e import build, cluster
-
-T = TypeVar("T")
+from e2e.waiting import eventually
 
 
 @dataclass(frozen=True)
@@ -70,16 +67,6 @@ class Kube:
         # The service-account admission plugin refuses pods until the namespace's default account exists.
         assert eventually(lambda: self.get("serviceaccount", "default", name)), f"no default account in {name}"
         return name
-
-
-def eventually(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.25) -> T:
-    """``check()``'s first truthy value within ``timeout`` seconds (polled), or its last falsy one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def decisions(audit_dir: Path = cluster.RUN / "vgate" / "audit") -> list[dict[str, Any]]:

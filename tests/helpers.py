@@ -22,6 +22,7 @@ import kubernetes_validate
 import requests
 import yaml
 
+from e2e.waiting import eventually  # noqa: F401 (tests import it from here)
 from webhook.core.config import DEFAULT_CONFIG_PATH
 from webhook.offline.admit import review_for
 
@@ -70,16 +71,6 @@ RESTRICTED_SPEC: dict[str, Any] = {
     "containers": [{"name": "main", "image": "registry.example.com/app:1",
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
 }
-
-
-def eventually(check: Any, timeout: float = 40.0) -> Any:
-    """``check()``'s first truthy value within ``timeout`` seconds (polled), or its last falsy one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.25)
 
 
 def shipped_config(**sections: dict[str, Any]) -> str:

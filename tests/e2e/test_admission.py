@@ -12,7 +12,8 @@ import uuid
 from typing import Any
 
 from e2e import build
-from e2e.kube import Kube, decisions_for, eventually
+from e2e.kube import Kube, decisions_for
+from e2e.waiting import eventually
 
 from helpers import RESTRICTED_SPEC
 

@@ -19,7 +19,8 @@ import pytest
 from test_admission import TRAINING, pod, unique
 
 from e2e import build, charts, cluster
-from e2e.kube import Kube, decisions_for, eventually
+from e2e.kube import Kube, decisions_for
+from e2e.waiting import eventually
 
 README = build.ROOT / "README.md"
 POLICIES = cluster.VGATE_DIR / "policies"
