@@ -68,7 +68,7 @@ def build(force: bool = False) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     started = time.monotonic()
-    print(f"e2e: building {', '.join(BINARIES)} (cold: ~30 min on 2 cores; cached after)", file=sys.stderr,
+    print(f"e2e: building {', '.join(BINARIES)} (cold: ~10 min on 2 cores; cached after)", file=sys.stderr,
           flush=True)
     env = {**os.environ, "CGO_ENABLED": "0"}
     for name, package in BINARIES.items():

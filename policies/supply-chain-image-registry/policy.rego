@@ -17,6 +17,9 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.image_of
+import data.vgate.lib.image.normalized
+import data.vgate.lib.image.pinned
+import data.vgate.lib.image.reference
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.image_judged_containers
 import data.vgate.lib.workload.obj
@@ -24,19 +27,10 @@ import data.vgate.lib.workload.sensitive_label
 
 registries := data.vgate.config.images.allowedRegistries
 
-pinned(image) if contains(image, "@sha256:")
-
-# The last path segment has no ":tag" (a ":" before the last "/" is a registry port).
+# The tag as the runtime reads it: a ":" before the last "/" is a registry port, not a tag.
 untagged_or_latest(image) if {
 	not pinned(image)
-	segments := split(image, "/")
-	name := segments[count(segments) - 1]
-	not contains(name, ":")
-}
-
-untagged_or_latest(image) if {
-	not pinned(image)
-	endswith(image, ":latest")
+	reference(image).tag in {"", "latest"}
 }
 
 deny contains msg if {
@@ -72,15 +66,17 @@ warn contains msg if {
 	)
 }
 
-# An entry matches whole path segments of the image's full name, never a longer host or segment:
-# "registry.example.com" allows "registry.example.com/app:1", never "registry.example.com.evil.io/app"
-# or "registry.example.com:5000/app" (another registry); "registry.example.com/team" allows
+# An entry matches whole path segments of the image's normalized name (lib/image.rego: the registry
+# the runtime pulls from), never a longer host or segment: "registry.example.com" allows
+# "registry.example.com/app:1", never "registry.example.com.evil.io/app" or
+# "registry.example.com:5000/app" (another registry); "registry.example.com/team" allows
 # "registry.example.com/team/app", never "registry.example.com/team-evil/app". An entry naming a
-# repository ("registry.example.com/team/app") also allows its tags and digests.
+# repository ("registry.example.com/team/app") also allows its tags and digests. "docker.io" allows
+# "nginx" and "team/app" (Docker Hub), never "Evilhost/x" (a host, for the runtime).
 from_allowed(image) if {
 	some entry in registries
 	prefix := trim_right(entry, "/")
-	within(full_name(image), prefix)
+	within(normalized(image), prefix)
 }
 
 within(name, prefix) if startswith(name, concat("", [prefix, "/"]))
@@ -90,24 +86,3 @@ within(name, prefix) if {
 	some separator in [":", "@"]
 	startswith(name, concat("", [prefix, separator]))
 }
-
-# Docker Hub's implicit names spelled out, as the container runtime resolves them: "nginx" is
-# docker.io/library/nginx and "team/app" is docker.io/team/app (a first segment without "." or ":"
-# that is not localhost is no registry host).
-full_name(image) := concat("/", ["docker.io/library", image]) if not contains(image, "/")
-
-full_name(image) := concat("/", ["docker.io", image]) if {
-	contains(image, "/")
-	not registry_host(split(image, "/")[0])
-}
-
-full_name(image) := image if {
-	contains(image, "/")
-	registry_host(split(image, "/")[0])
-}
-
-registry_host(segment) if contains(segment, ".")
-
-registry_host(segment) if contains(segment, ":")
-
-registry_host(segment) if segment == "localhost"

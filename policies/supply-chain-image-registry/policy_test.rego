@@ -88,6 +88,12 @@ test_an_entry_matches_whole_path_segments_only if {
 		[["localhost:5000"], "localhost:5000/app:1.0", 0],
 		[["localhost"], "localhost/app:1.0", 0],
 		[["registry.example.com"], "registry.example.com", 1],
+		# The runtime reads an upper-case first component as a registry host, never a Hub namespace.
+		[["docker.io/"], "Evilhost/x:1", 1],
+		[["docker.io"], "EVIL/miner:1", 1],
+		[["docker.io"], "index.docker.io/team/app:1", 0],
+		[["docker.io/library"], "docker.io/nginx:1", 0],
+		[["docker.io"], "docker.io.evil.io/x:1", 1],
 	] {
 		count(allowing(case[0], case[1])) == case[2]
 	}

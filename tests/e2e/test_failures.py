@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_admission import TRAINING, pod, unique
 
 from e2e import build, charts, cluster
 from e2e.kube import Kube, decisions_for
 from e2e.waiting import eventually
+
+from test_admission import TRAINING, pod, unique
 
 README = build.ROOT / "README.md"
 POLICIES = cluster.VGATE_DIR / "policies"

@@ -1,0 +1,97 @@
+"""A hostile tenant's tries, through the real API server, with a tenant's own namespace-scoped RBAC.
+
+The tenant may create and update Pods, Deployments, Volcano Jobs and PodGroups in its namespace
+and nothing else, as a platform team grants it; each bypass is also judged by `vgate eval` with the
+same config, which must agree with the server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e import cluster
+from e2e.kube import Kube
+from e2e.waiting import eventually
+
+from test_admission import pod, unique
+
+TENANT = "e2e-tenant"
+CONFIG = cluster.VGATE_DIR / "vgate.yaml"
+
+
+@pytest.fixture(scope="module")
+def tenant(control_plane: Kube) -> Kube:
+    """kubectl as user tenant-a, who holds a Role in its namespace only."""
+    control_plane.namespace(TENANT)
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "tenant", "namespace": TENANT},
+            "rules": [{"apiGroups": ["", "apps", "batch.volcano.sh", "scheduling.volcano.sh"],
+                       "resources": ["pods", "pods/resize", "deployments", "jobs", "podgroups"],
+                       "verbs": ["get", "list", "create", "update", "patch", "delete"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "tenant", "namespace": TENANT},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
+               "subjects": [{"kind": "User", "name": "tenant-a", "apiGroup": "rbac.authorization.k8s.io"}]}
+    result = control_plane.apply(role, binding)
+    assert result.ok, result.stderr
+    kube = Kube(cluster.identity_kubeconfig("tenant-a", "tenant-a"))
+    assert not kube.run("get", "pods", "-n", "kube-system").ok  # namespace-scoped, really
+    return kube
+
+
+@pytest.fixture
+def live_config(control_plane: Kube) -> Iterator[Any]:
+    """Changes vgate's running config (as a ConfigMap edit would) and puts it back afterwards."""
+    original = CONFIG.read_text()
+
+    def change(**sections: dict[str, Any]) -> Path:
+        document = yaml.safe_load(original)
+        for name, keys in sections.items():
+            document[name] = {**document.get(name, {}), **keys}
+        _swap(yaml.safe_dump(document, sort_keys=False))
+        return CONFIG
+
+    yield change
+    _swap(original)
+
+
+def _swap(text: str) -> None:
+    """Writes the config and waits until vgate's workers serve it (each polls every 2 s)."""
+    def reloaded_at() -> str | None:
+        return (cluster.readiness().get("lastReload") or {}).get("at")
+
+    before = reloaded_at()
+    time.sleep(1.1)  # lastReload.at has whole seconds
+    temporary = CONFIG.with_suffix(".tmp")
+    temporary.write_text(text)
+    temporary.replace(CONFIG)
+    assert eventually(lambda: reloaded_at() not in (None, before), timeout=20)
+    time.sleep(5)
+
+
+def vgate_eval(config: Path, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*cluster.VGATE_CLI, "eval", "-f", "-", "--namespace", TENANT, "--config", str(config),
+                           "--policies", str(cluster.VGATE_DIR / "policies")],
+                          input=yaml.safe_dump(obj), capture_output=True, text=True, cwd=cluster.ROOT)
+
+
+def test_an_upper_case_first_component_is_a_registry_host_not_docker_hub(tenant: Kube, live_config: Any) -> None:
+    config = live_config(images={"allowedRegistries": ["docker.io/"]})
+    hub = pod(unique("hub"))
+    hub["spec"]["containers"][0]["image"] = "team/app:1.0"
+    result = tenant.create(hub, namespace=TENANT)
+    assert result.ok, result.stderr
+    for image in ("Evilhost/x:1", "EVIL/miner:1", "docker.io.evil.io/x:1"):
+        evil = pod(unique("evil"))
+        evil["spec"]["containers"][0]["image"] = image
+        result = tenant.create(evil, namespace=TENANT)
+        assert not result.ok and "[supply-chain-image-registry]" in result.stderr, (image, result.stderr)
+        offline = vgate_eval(config, evil)
+        assert offline.returncode == 1 and "supply-chain-image-registry" in offline.stdout, offline.stdout
