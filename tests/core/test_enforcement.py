@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
+import random
+import re
+import string
 from datetime import datetime, timedelta, timezone
 
+import pytest
 import yaml
 
 from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
 from webhook.core.enforcement import action_for
+from webhook.core.namespace_globs import matches_every_namespace
 from webhook.core.policy_exceptions import ExceptionRules, load_exceptions
 from webhook.offline.admit import admit
 
@@ -150,6 +156,39 @@ def test_exceptions_must_be_namespaced_time_boxed_and_not_cluster_wide(tmp_path)
     assert "more than 90 days away (exceptions.maxLifetimeDays)" in reasons["forever.yaml"]
     lenient = ExceptionRules(datetime.now(timezone.utc), allow_cluster_wide=True, max_lifetime_days=120)
     assert sorted(e.name for e in load_exceptions(tmp_path, lenient)[0]) == ["everywhere", "forever"]
+
+
+@pytest.mark.parametrize("glob", ["?*", "*?", "**", "[a-z0-9]*", "[!-]*", "*[!-]", "[a-z0-9-]*"])
+def test_a_glob_that_matches_every_namespace_is_cluster_wide_however_it_is_spelled(tmp_path, glob):
+    """Bypass: allowClusterWide false refused the literal * only; "?*" excepted every namespace."""
+    (tmp_path / "sneaky.yaml").write_text(yaml.safe_dump(exception("sneaky", namespaces=["team-a", glob])))
+    exceptions, errors = load_exceptions(tmp_path, RULES)
+    assert exceptions == [] and f"{glob} would except every namespace" in errors[0].reason
+    narrow = exception("narrow", namespaces=["team-*", "[a-z]*", "?-*"])
+    (tmp_path / "sneaky.yaml").write_text(yaml.safe_dump(narrow))
+    assert [e.name for e in load_exceptions(tmp_path, RULES)[0]] == ["narrow"]
+
+
+def test_the_every_namespace_check_agrees_with_fnmatch_on_generated_names():
+    rng = random.Random(7)
+    alphabet = string.ascii_lowercase + string.digits
+    names = ["".join(rng.choice(alphabet + "-") for _ in range(rng.randint(0, 20))) for _ in range(3000)]
+    names = [n for n in names if re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n)] + ["a", "0", "a-b", "x" * 63]
+    pieces = ["*", "?", "a", "-", "[a-z]", "[!a]", "[0-9a-z]", "[!-]", "[a-z0-9-]"]
+    for _ in range(400):
+        glob = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+        if matches_every_namespace(glob):
+            assert all(fnmatch.fnmatchcase(n, glob) for n in names), glob
+        else:  # not universal: the automaton's verdict is exact, so some short name escapes it
+            assert not all(fnmatch.fnmatchcase(n, glob) for n in _short_names()), glob
+
+
+def _short_names() -> list[str]:
+    alphabet = string.ascii_lowercase + string.digits + "-"
+    one = [c for c in alphabet if c != "-"]
+    two = [a + b for a in one for b in one]
+    three = [a + "-" + b for a in "a0" for b in "z9"] + [a + b + c for a in "a0" for b in alphabet for c in "z9"]
+    return one + two + three
 
 
 def test_exemptions_are_exact_names_and_globs_only_where_asked(engine):

@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from .errors import SourceError
+from .namespace_globs import matches_every_namespace
 from .workloads import matches_globs
 
 
@@ -108,9 +109,10 @@ def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
                               f"{rules.max_lifetime_days} days away (exceptions.maxLifetimeDays): exceptions are "
                               "time-boxed; renew it closer to its end")
         match: dict[str, Any] = spec["match"]
-        if "*" in match["namespaces"] and not rules.allow_cluster_wide:
-            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: * would except every "
-                              "namespace; name them, or set exceptions.allowClusterWide")
+        everywhere = [glob for glob in match["namespaces"] if matches_every_namespace(glob)]
+        if everywhere and not rules.allow_cluster_wide:
+            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: {everywhere[0]} would "
+                              "except every namespace; name them, or set exceptions.allowClusterWide")
         parsed.append(PolicyException(
             name=document["metadata"]["name"], source=str(path), rules=frozenset(spec["rules"]),
             namespaces=tuple(match.get("namespaces", ())), names=tuple(match.get("names", ())),

@@ -1,0 +1,108 @@
+"""Whether a namespace glob matches every namespace there can be.
+
+Refusing the literal ``*`` is not enough: ``?*``, ``*?``, ``[a-z0-9]*`` or ``[!-]*`` match every
+namespace name too, because names are RFC 1123 labels (``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most
+63 characters). So a glob is judged by what it can match, not by how it is spelled: the glob
+(shell syntax, as ``fnmatch`` reads it: ``*``, ``?``, ``[...]``, ``[!...]``) is run as a
+nondeterministic automaton beside the label grammar's, over every name length from 1 to 63, and
+it matches every namespace unless some valid name reaches an end the glob does not accept.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+
+_ALPHABET = string.ascii_lowercase + string.digits + "-"
+_MAX_LENGTH = 63
+Token = tuple[str, Callable[[str], bool]]  # ("*", any) or ("1", one character that matches)
+
+# The label grammar as a DFA: 0 start, 1 after a letter or digit (a valid end), 2 after "-".
+_LABEL = {(0, True): 1, (1, True): 1, (1, False): 2, (2, True): 1, (2, False): 2}
+
+
+def matches_every_namespace(pattern: str) -> bool:
+    """True if ``pattern`` matches every valid namespace name (so excepting it is cluster-wide)."""
+    tokens = _tokens(pattern)
+    frontier = {(0, _closure(tokens, {0}))}
+    for _ in range(_MAX_LENGTH):
+        following = set()
+        for label, states in frontier:
+            for char in _ALPHABET:
+                after = _LABEL.get((label, char != "-"))
+                if after is None:
+                    continue
+                moved = _closure(tokens, _step(tokens, states, char))
+                if after == 1 and len(tokens) not in moved:
+                    return False  # a valid name the glob does not match
+                following.add((after, moved))
+        frontier = following
+    return True
+
+
+def _step(tokens: list[Token], states: frozenset[int], char: str) -> set[int]:
+    moved = set()
+    for state in states:
+        if state < len(tokens):
+            kind, accepts = tokens[state]
+            if kind == "*":
+                moved.add(state)
+            elif accepts(char):
+                moved.add(state + 1)
+    return moved
+
+
+def _closure(tokens: list[Token], states: set[int]) -> frozenset[int]:
+    """Add the states a ``*`` reaches by matching nothing."""
+    closed = set(states)
+    for state in sorted(states):
+        while state < len(tokens) and tokens[state][0] == "*":
+            state += 1
+            closed.add(state)
+    return frozenset(closed)
+
+
+def _tokens(pattern: str) -> list[Token]:
+    """fnmatch's syntax: ``*``, ``?``, a ``[...]`` class (``!`` negates, ``a-z`` ranges; an unclosed
+    ``[`` is a literal), any other character itself."""
+    tokens: list[Token] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "*":
+            if not tokens or tokens[-1][0] != "*":
+                tokens.append(("*", lambda c: True))
+        elif char == "?":
+            tokens.append(("1", lambda c: True))
+        elif char == "[" and (end := _class_end(pattern, index)) != -1:
+            tokens.append(("1", _class(pattern[index + 1:end])))
+            index = end
+        else:
+            tokens.append(("1", lambda c, literal=char: c == literal))
+        index += 1
+    return tokens
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """Where the class opened at ``start`` closes (a "]" first in it is a member), or -1."""
+    index = start + 1
+    if index < len(pattern) and pattern[index] == "!":
+        index += 1
+    if index < len(pattern) and pattern[index] == "]":
+        index += 1
+    return pattern.find("]", index)
+
+
+def _class(body: str) -> Callable[[str], bool]:
+    negated = body.startswith("!")
+    body = body[1:] if negated else body
+    members: list[tuple[str, str]] = []
+    index = 0
+    while index < len(body):
+        if index + 2 < len(body) and body[index + 1] == "-":
+            members.append((body[index], body[index + 2]))
+            index += 3
+        else:
+            members.append((body[index], body[index]))
+            index += 1
+    return lambda c: any(low <= c <= high for low, high in members) != negated
