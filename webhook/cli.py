@@ -203,8 +203,10 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     Exit 0 allowed, 1 denied, 2 bad input.
     """
     import json as jsonlib
+    from datetime import datetime, timezone
 
     from .core.config import load_config
+    from .core.policy_exceptions import load_configured_exceptions
     from .offline.chain.crd_defaults import read_crd_file
     from .offline.chain.errors import ModelError
     from .offline.chain.model import Cluster
@@ -220,7 +222,11 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
             config.document, [crd for path in crd_files for crd in read_crd_file(path)],
             with_volcano=with_volcano or volcano_config is not None,
             resource_groups=read_admission_config(volcano_config) if volcano_config else [])
-        verdicts = evaluate(load_manifests(list(files)), config, engine,
+        # The exceptions the server would apply: exceptions.dir of the same config.
+        exceptions, rejected = load_configured_exceptions(config.document["exceptions"], datetime.now(timezone.utc))
+        for error in rejected:
+            click.echo(f"Warning: policy exception rejected (the server rejects it too): {error}", err=True)
+        verdicts = evaluate(load_manifests(list(files)), config, engine, exceptions,
                             operation=operation, namespace=namespace, user=user, cluster=cluster)
     except (SourceError, ManifestError, ModelError) as error:
         click.echo(f"Error: {error}", err=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import random
 import re
 import string
+import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -17,7 +19,7 @@ from webhook.core.namespace_globs import matches_every_namespace
 from webhook.core.policy_exceptions import ExceptionRules, load_exceptions
 from webhook.offline.admit import admit
 
-from helpers import POLICIES, pod, review
+from helpers import POLICIES, VGATE, pod, review, shipped_config
 
 OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
 
@@ -288,3 +290,30 @@ def test_a_result_no_mode_covers_is_dropped_and_one_a_mode_covers_can_be_excepte
     silent = pss_config({"enforce": "privileged", "warn": "privileged", "audit": "privileged"})
     assert pss_outcomes(silent, ("baseline", ""), exceptions=exceptions) == {}  # nothing to except, nothing recorded
     assert pss_outcomes(pss_config({}), ("baseline", ""), exceptions=exceptions) == {"check-baseline": "excepted"}
+
+
+def test_vgate_eval_applies_the_configs_exceptions_as_the_server_does(tmp_path, start_server):
+    """Bypass of trust: eval ignored exceptions.dir and said DENIED where the server ALLOWED."""
+    exceptions_dir = tmp_path / "exceptions"
+    exceptions_dir.mkdir()
+    (exceptions_dir / "hostnet-debug.yaml").write_text(yaml.safe_dump(exception()))
+    (exceptions_dir / "sneaky.yaml").write_text(yaml.safe_dump(exception("sneaky", namespaces=["?*"])))
+    config = shipped_config(exceptions={"dir": str(exceptions_dir)})
+    (tmp_path / "vgate.yaml").write_text(config)
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(OPEN_EGRESS))
+
+    def offline(namespace: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*VGATE, "eval", "--policies", str(POLICIES), "--config", str(tmp_path / "vgate.yaml"),
+                               "-f", str(manifest), "--namespace", namespace, "-o", "json"],
+                              capture_output=True, text=True, timeout=120)
+
+    server = start_server(config_text=config, workers=1)
+    for namespace, allowed in (("ml-training", True), ("ml-inference", False)):
+        result = offline(namespace)
+        assert result.returncode == (0 if allowed else 1), result.stderr
+        verdict = json.loads(result.stdout)[0]
+        sent = review({**OPEN_EGRESS, "metadata": {**OPEN_EGRESS["metadata"], "namespace": namespace}})
+        answer = server.post("/validate", sent).json()["response"]
+        assert verdict["allowed"] is answer["allowed"] is allowed, (namespace, verdict, answer)
+    assert "policy exception rejected" in result.stderr and "?* would except every namespace" in result.stderr

@@ -78,9 +78,13 @@ def _tokens(pattern: str) -> list[Token]:
             tokens.append(("1", _class(pattern[index + 1:end])))
             index = end
         else:
-            tokens.append(("1", lambda c, literal=char: c == literal))
+            tokens.append(("1", _literal(char)))
         index += 1
     return tokens
+
+
+def _literal(char: str) -> Callable[[str], bool]:
+    return lambda c: c == char
 
 
 def _class_end(pattern: str, start: int) -> int:

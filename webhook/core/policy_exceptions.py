@@ -70,6 +70,13 @@ class ExceptionRules:
         return cls(now, settings["allowClusterWide"], settings["maxLifetimeDays"])
 
 
+def load_configured_exceptions(settings: dict[str, Any], now: datetime) -> tuple[list[PolicyException],
+                                                                                  list[SourceError]]:
+    """The exceptions the config's ``exceptions`` section points at, under its rules: what the
+    server enforces and `vgate eval` must apply alike."""
+    return load_exceptions(settings["dir"], ExceptionRules.of(settings, now))
+
+
 def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[PolicyException], list[SourceError]]:
     """Every valid exception under ``directory``, and one error per file rejected."""
     directory = Path(directory)

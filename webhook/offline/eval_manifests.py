@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import yaml
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import RequestError
+from ..core.policy_exceptions import PolicyException
 from .admit import OfflineResult, admit
 from .chain.errors import ModelError
 from .chain.model import Cluster, Delivery
@@ -129,16 +131,17 @@ def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     return manifests
 
 
-def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine: PolicyEngine, *,
-             operation: str, namespace: str | None, user: str, cluster: Cluster | None = None) -> list[Verdict]:
+def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine: PolicyEngine,
+             exceptions: Sequence[PolicyException] = (), *, operation: str, namespace: str | None, user: str,
+             cluster: Cluster | None = None) -> list[Verdict]:
     """Judge each manifest; Namespaces and PriorityClasses describe the cluster and are not judged."""
     context = Cluster.build(config.document) if cluster is None else cluster
     judged = [(source, manifest) for source, manifest in manifests if not context.learn(manifest)]
     verdicts = []
     for source, manifest in judged:
         try:
-            result = admit(manifest, config, engine, cluster=cluster, operation=operation, namespace=namespace,
-                           user=user)
+            result = admit(manifest, config, engine, exceptions, cluster=cluster, operation=operation,
+                           namespace=namespace, user=user)
         except RequestError as exc:
             raise ManifestError(f"{source}: {exc.message}") from exc
         except ModelError as exc:

@@ -22,7 +22,7 @@ from flask import Flask
 from ..audit.log import DecisionLog
 from ..core.config import load_config
 from ..core.contract import PolicyEngine
-from ..core.policy_exceptions import ExceptionRules, load_exceptions
+from ..core.policy_exceptions import load_configured_exceptions
 from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set
@@ -71,8 +71,7 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
     mirror = sys.stdout.fileno() if config.document["audit"]["mirrorToStdout"] else None
     decisions = DecisionLog(config.document["audit"]["dir"], mirror_fd=mirror) if audit else None
-    exception_rules = ExceptionRules.of(config.document["exceptions"], datetime.now(timezone.utc))
-    exceptions, rejected = load_exceptions(config.document["exceptions"]["dir"], exception_rules)
+    exceptions, rejected = load_configured_exceptions(config.document["exceptions"], datetime.now(timezone.utc))
     for error in rejected:
         log.error("policy exception rejected: %s", error)
         metrics.errors.labels("load", "exception_file").inc()
