@@ -15,7 +15,9 @@ config := {
 		"confidentialRuntimeClasses": ["kata-qemu-snp"],
 		"egressDenyLabel": {"key": "vgate.io/egress", "value": "deny"},
 	},
-	"queues": {"definitions": {
+	"queues": {"default": "default", "byNamespace": {"ml-training": "training"}, "bySelector": [
+		{"queue": "training", "selector": {"matchLabels": {"vgate.io/workload": "training"}}},
+	], "definitions": {
 		"default": {"namespaces": ["*"], "priorityClass": "vgate-normal"},
 		"training": {
 			"namespaces": ["ml-training", "research-*"], "priorityClass": "vgate-high",
@@ -58,6 +60,8 @@ compliant_spec := {
 		"name": "main",
 		"image": "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 		"securityContext": restricted_container_context,
+		# ml-training's queue (training) runs Guaranteed: memory limits are required there.
+		"resources": {"limits": {"memory": "4Gi", "cpu": "1"}, "requests": {"memory": "4Gi", "cpu": "1"}},
 	}],
 }
 

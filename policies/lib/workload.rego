@@ -127,6 +127,63 @@ named_queue := obj.spec.queue if is_volcano_job
 
 named_queue := obj.spec.queue if is_pod_group
 
+# The queue a workload runs in, for every rule that judges by queue (caps, QoS, priority classes):
+# the one it names, or, when it names none (empty, or Volcano's CRD default "default"), the one the
+# config assigns: queues.byNamespace, then the first queues.bySelector matching its labels, then
+# queues.default, as vgate's mutation does. Nothing vgate writes (vgate.io/injected) is read: a
+# pod that forged it, or that /mutate never saw, is judged by the same queue as one mutated.
+queue := named_queue if _names_a_queue
+
+queue := _configured_queue if not _names_a_queue
+
+_names_a_queue if {
+	named := named_queue
+	not named in {"", "default"}
+}
+
+_queues := data.vgate.config.queues
+
+_configured_queue := by_namespace if {
+	by_namespace := object.get(_queues, "byNamespace", {})[input.request.namespace]
+} else := selected if {
+	selectors := object.get(_queues, "bySelector", [])
+	selected := [rule.queue | some rule in selectors; label_selector_matches(rule.selector, _labels)][0]
+} else := object.get(_queues, "default", "default")
+
+_labels := object.get(obj, ["metadata", "labels"], {})
+
+# A metav1.LabelSelector (matchLabels and matchExpressions); an empty selector matches everything.
+label_selector_matches(selector, labels) if {
+	every key, value in object.get(selector, "matchLabels", {}) {
+		labels[key] == value
+	}
+	every expression in object.get(selector, "matchExpressions", []) {
+		_holds(expression, labels)
+	}
+}
+
+_holds(expression, labels) if {
+	expression.operator == "In"
+	labels[expression.key] in object.get(expression, "values", [])
+}
+
+_holds(expression, labels) if {
+	expression.operator == "NotIn"
+	not labels[expression.key] in object.get(expression, "values", [])
+}
+
+_holds(expression, labels) if {
+	expression.operator == "Exists"
+	_ := labels[expression.key]
+}
+
+_holds(expression, labels) if {
+	expression.operator == "DoesNotExist"
+	not _has(labels, expression.key)
+}
+
+_has(labels, key) if _ := labels[key]
+
 # The first entry whose namespace globs match `namespace` (config lists are ordered).
 first_for_namespace(entries, namespace) := entries[index] if {
 	indices := [i | some i, entry in entries; some pattern in entry.namespaces; glob.match(pattern, [], namespace)]

@@ -15,12 +15,12 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.judged_containers
-import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
 
 import data.vgate.lib.quantity.bytes as bytes_of
 
-cap := data.vgate.config.queues.definitions[named_queue].maxMemoryLimit
+cap := data.vgate.config.queues.definitions[queue].maxMemoryLimit
 
 deny contains msg if {
 	some judged in judged_containers
@@ -28,7 +28,7 @@ deny contains msg if {
 	bytes_of(limit) > bytes_of(cap)
 	msg := sprintf(
 		"%s: container %s of %s has memory limit %v, above queue %q's cap of %s: lower it or use another queue",
-		[obj.kind, judged.container.name, judged.where, limit, named_queue, cap],
+		[obj.kind, judged.container.name, judged.where, limit, queue, cap],
 	)
 }
 

@@ -19,8 +19,33 @@ test_allows_limit_at_cap_in_other_units if {
 	count(testing.denials("resources_memory_limit_cap", with_limit("training", "65536Mi"))) == 0
 }
 
+# "web" maps to no queue: the config gives it `default`, which has no cap.
+outside(queue, limit) := json.patch(with_limit(queue, limit), [
+	{"op": "replace", "path": "/request/namespace", "value": "web"},
+	{"op": "replace", "path": "/request/object/metadata/namespace", "value": "web"},
+])
+
 test_ignores_queues_without_cap if {
-	count(testing.denials("resources_memory_limit_cap", with_limit("default", "2Ti"))) == 0
+	count(testing.denials("resources_memory_limit_cap", outside("default", "2Ti"))) == 0
+}
+
+# Bypass: naming no queue (Volcano's `default`, with vgate.io/injected forged so /mutate keeps it),
+# or reaching /validate unmutated, never escapes the namespace's queue: ml-training's is training.
+test_naming_no_queue_is_judged_by_the_namespaces_queue if {
+	forged := json.patch(with_limit("default", "65Gi"), [{"op": "add",
+		"path": "/request/object/metadata/annotations/vgate.io~1injected", "value": "none"}])
+	some violation in testing.denials("resources_memory_limit_cap", forged)
+	contains(violation, `above queue "training"'s cap of 64Gi`)
+	unmutated := testing.pod({}, {"containers": [{"name": "a", "resources": {"limits": {"memory": "1Ti"}}}]})
+	some refusal in testing.denials("resources_memory_limit_cap", unmutated)
+	contains(refusal, `memory limit 1Ti, above queue "training"'s cap`)
+}
+
+test_a_selector_queue_applies_when_the_namespace_maps_none if {
+	labelled := json.patch(outside("", "65Gi"), [{"op": "add", "path": "/request/object/metadata/labels",
+		"value": {"vgate.io/workload": "training"}}])
+	some violation in testing.denials("resources_memory_limit_cap", labelled)
+	contains(violation, `above queue "training"'s cap`)
 }
 
 # A Volcano Job's template is raw JSON: a limit may be a number, or a string Kubernetes reads
@@ -45,5 +70,5 @@ test_milli_is_not_mega if {
 test_a_limit_that_is_no_quantity_is_denied if {
 	some violation in testing.denials("resources_memory_limit_cap", with_limit("training", "300GB"))
 	contains(violation, "memory limit 300GB, which is not a Kubernetes quantity")
-	count(testing.denials("resources_memory_limit_cap", with_limit("default", "300GB"))) == 0
+	count(testing.denials("resources_memory_limit_cap", outside("default", "300GB"))) == 0
 }

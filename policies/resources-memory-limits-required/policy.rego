@@ -17,10 +17,10 @@ import rego.v1
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.judged_specs
-import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
 
-qos_class := data.vgate.config.queues.definitions[named_queue].qosClass
+qos_class := data.vgate.config.queues.definitions[queue].qosClass
 
 deny contains msg if {
 	qos_class in {"Guaranteed", "Burstable"}
@@ -29,6 +29,6 @@ deny contains msg if {
 	count(unbounded) > 0
 	msg := sprintf(
 		"%s: containers %v of %s have no memory limit, but queue %q runs %s workloads: set resources.limits.memory",
-		[obj.kind, unbounded, judged.where, named_queue, qos_class],
+		[obj.kind, unbounded, judged.where, queue, qos_class],
 	)
 }

@@ -22,5 +22,15 @@ test_allows_limits_everywhere if {
 }
 
 test_ignores_queues_without_a_class if {
-	count(testing.denials("resources_memory_limits_required", queued("default", {"containers": [{"name": "a"}]}))) == 0
+	in_web := json.patch(queued("default", {"containers": [{"name": "a"}]}), [
+		{"op": "replace", "path": "/request/namespace", "value": "web"},
+		{"op": "replace", "path": "/request/object/metadata/namespace", "value": "web"},
+	])
+	count(testing.denials("resources_memory_limits_required", in_web)) == 0
+}
+
+# Bypass: an unmutated pod in ml-training (no queue named) is held to training's Guaranteed class.
+test_a_pod_naming_no_queue_is_held_to_its_namespaces_class if {
+	some violation in testing.denials("resources_memory_limits_required", testing.pod({}, {"containers": [{"name": "a"}]}))
+	contains(violation, `queue "training" runs Guaranteed`)
 }

@@ -18,10 +18,10 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_create
-import data.vgate.lib.workload.named_queue
+import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
 
-definition := data.vgate.config.queues.definitions[named_queue]
+definition := data.vgate.config.queues.definitions[queue]
 
 allowed := definition.allowedPriorityClasses
 
@@ -38,6 +38,6 @@ deny contains msg if {
 	not class in allowed
 	msg := sprintf(
 		"%s in queue %q uses priority class %q; that queue allows %v: remove priorityClassName or use an allowed class",
-		[obj.kind, named_queue, class, allowed],
+		[obj.kind, queue, class, allowed],
 	)
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 import random
@@ -22,6 +23,11 @@ from webhook.offline.admit import admit
 from helpers import POLICIES, VGATE, pod, review, shipped_config
 
 OPEN_EGRESS = yaml.safe_load((POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml").read_text())
+# The same pod as /mutate leaves it in ml-training, whose queue runs Guaranteed: /validate judges
+# what will be stored, and an unmutated pod there lacks the memory limits training requires.
+OPEN_EGRESS_MUTATED = copy.deepcopy(OPEN_EGRESS)
+for _container in OPEN_EGRESS_MUTATED["spec"]["containers"]:
+    _container["resources"] = {"limits": {"cpu": "1", "memory": "4Gi"}, "requests": {"cpu": "1", "memory": "4Gi"}}
 
 
 def config_with(extra: str):
@@ -125,7 +131,7 @@ def test_exception_use_is_recorded_over_https(tmp_path, start_server):
     (exceptions_dir / "debug.yaml").write_text(yaml.safe_dump(exception()))
     config = DEFAULT_CONFIG_PATH.read_text() + f"\nexceptions:\n  dir: {exceptions_dir}\n"
     server = start_server(config_text=config, workers=1)
-    sent = review(OPEN_EGRESS, uid="excepted-1")
+    sent = review(OPEN_EGRESS_MUTATED, uid="excepted-1")
     response = server.post("/validate", sent).json()["response"]
     assert response["allowed"] is True and response["auditAnnotations"]["excepted-rules"] == "network-no-external"
     record = next(r for r in server.decisions() if r.get("uid") == "excepted-1")
@@ -313,7 +319,7 @@ def test_vgate_eval_applies_the_configs_exceptions_as_the_server_does(tmp_path, 
         result = offline(namespace)
         assert result.returncode == (0 if allowed else 1), result.stderr
         verdict = json.loads(result.stdout)[0]
-        sent = review({**OPEN_EGRESS, "metadata": {**OPEN_EGRESS["metadata"], "namespace": namespace}})
+        sent = review({**OPEN_EGRESS_MUTATED, "metadata": {**OPEN_EGRESS["metadata"], "namespace": namespace}})
         answer = server.post("/validate", sent).json()["response"]
         assert verdict["allowed"] is answer["allowed"] is allowed, (namespace, verdict, answer)
     assert "policy exception rejected" in result.stderr and "?* would except every namespace" in result.stderr

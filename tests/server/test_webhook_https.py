@@ -52,7 +52,7 @@ def test_health_ready_and_metrics(server):
     before = rvm_evaluations(server)
     # A pod no rule warns about, so the decision counted below is "allowed" whatever ran before.
     for _ in range(3):
-        answer = server.post("/validate", review(pod(namespace="ml-training", **RESTRICTED_SPEC)))
+        answer = server.post("/validate", review(pod(namespace="web", **RESTRICTED_SPEC)))
         assert answer.json()["response"]["allowed"] is True and "warnings" not in answer.json()["response"]
     metrics = server.session.get(server.url + "/metrics")
     assert metrics.headers["Content-Type"].startswith("text/plain")
@@ -106,9 +106,10 @@ def test_validate_denies_with_every_rule_and_how_to_fix(server):
 
 
 def test_validate_allows_a_compliant_sensitive_pod(server):
-    good = pod(
-        namespace="ml-training", labels=SENSITIVE, nodeSelector=PINNED, containers=[{"name": "main", "image": DIGEST}]
-    )
+    # As /mutate leaves it: ml-training's queue (training) runs Guaranteed, so it carries memory limits.
+    guaranteed = {"limits": {"cpu": "1", "memory": "4Gi"}, "requests": {"cpu": "1", "memory": "4Gi"}}
+    good = pod(namespace="ml-training", labels=SENSITIVE, nodeSelector=PINNED,
+               containers=[{"name": "main", "image": DIGEST, "resources": guaranteed}])
     response = answer(server.post("/validate", review(good)))
     assert response["allowed"] is True and "status" not in response
     assert len(response["auditAnnotations"]["policy-revision"]) == 64

@@ -15,7 +15,9 @@ webhook changed the object, e.g. Volcano's pod mutator setting a resource group'
 vgate's first pass records itself in the ``vgate.io/injected`` annotation (what it set, or
 ``none``); a pass that finds the record only adds what is missing (a container another webhook
 injected gets its QoS resources) and never replaces or removes a value, so it cannot undo another
-webhook's decision. A forged record only makes vgate fill in less: /validate judges the result.
+webhook's decision. A forged record only makes vgate fill in less, never the queue (an unchosen
+queue is always filled), and /validate never reads it: the rules judge the queue the workload names
+or, naming none, the one the config assigns (policies/lib/workload.rego ``queue``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ FieldPath = tuple[str | int, ...]  # a JSON path from the object's root, before 
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
 INJECTED_ANNOTATION = "vgate.io/injected"
 _RECORDED_ANNOTATIONS = {QUEUE_ANNOTATION: "queue", QOS_ANNOTATION: "qosClass"}
+# Where each kind keeps its queue; mutation changes it only when none is chosen (queues.resolve_queue).
+_QUEUE_PATHS = {"/metadata/annotations/" + escape(QUEUE_ANNOTATION), "/spec/queue"}
 
 
 @dataclass
@@ -79,7 +83,16 @@ def mutate(request: AdmissionRequest, config: Config) -> Mutation:
         result = _mutate_pod_group(mutated, namespace, config)
     fields = managed_fields(workload, mutated)
     if INJECTED_ANNOTATION in annotations_of(original):
-        result.patch = [op for op in diff_managed(original, mutated, fields) if op["op"] == "add"]
+        # A later pass adds only what is missing, so it never undoes another webhook; a queue that
+        # names none (empty, or Volcano's "default") is missing whoever wrote the record, which a
+        # submitter can forge: no webhook chooses "default" over a real queue.
+        # A priorityClassName it adds brings its priority along: the Priority plugin already set the
+        # integer from no class (0), and the API server refuses a class and a priority that disagree.
+        patch = diff_managed(original, mutated, fields)
+        adds_class = {"op": "add", "path": "/spec/priorityClassName"} in [
+            {"op": op["op"], "path": op["path"]} for op in patch]
+        result.patch = [op for op in patch if op["op"] == "add" or op["path"] in _QUEUE_PATHS
+                        or (adds_class and op["path"] == "/spec/priority")]
         return result
     set_annotation(mutated, INJECTED_ANNOTATION, ",".join(injected(original, mutated, fields)) or "none")
     result.patch = diff_managed(original, mutated, fields)
