@@ -95,3 +95,66 @@ def test_an_upper_case_first_component_is_a_registry_host_not_docker_hub(tenant:
         assert not result.ok and "[supply-chain-image-registry]" in result.stderr, (image, result.stderr)
         offline = vgate_eval(config, evil)
         assert offline.returncode == 1 and "supply-chain-image-registry" in offline.stdout, offline.stdout
+
+
+INFERENCE = "ml-inference"  # queue inference: caps memory limits at 64Gi, allows only vgate-critical
+
+
+@pytest.fixture(scope="module")
+def inference_tenant(control_plane: Kube) -> Kube:
+    """kubectl as tenant-b, who may create pods in ml-inference only."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "tenant", "namespace": INFERENCE},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "create", "update", "patch"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "tenant", "namespace": INFERENCE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
+               "subjects": [{"kind": "User", "name": "tenant-b", "apiGroup": "rbac.authorization.k8s.io"}]}
+    result = control_plane.apply(role, binding)
+    assert result.ok, result.stderr
+    return Kube(cluster.identity_kubeconfig("tenant-b", "tenant-b"))
+
+
+def forged(memory: str, priority_class: str | None = None) -> dict[str, Any]:
+    """A pod that claims vgate already passed (vgate.io/injected) and names Volcano's default queue."""
+    obj = pod(unique("forged"))
+    obj["metadata"]["annotations"] = {"vgate.io/injected": "none", "scheduling.volcano.sh/queue-name": "default"}
+    obj["spec"]["containers"][0]["resources"] = {"limits": {"memory": memory}}
+    if priority_class:
+        obj["spec"]["priorityClassName"] = priority_class
+    return obj
+
+
+def test_a_forged_vgate_record_does_not_escape_the_namespaces_queue(inference_tenant: Kube, kube: Kube) -> None:
+    for bypass, rule in ((forged("1Ti"), "resources-memory-limit-cap"),
+                         (forged("1Gi", "vgate-normal"), "scheduling-priority-class-allowed")):
+        result = inference_tenant.create(bypass, namespace=INFERENCE)
+        assert not result.ok and f"[{rule}]" in result.stderr, result.stderr
+        assert 'queue "inference"' in result.stderr, result.stderr
+    # A forged record only makes vgate fill in less: the scheduler it left alone is refused ...
+    result = inference_tenant.create(forged("1Gi"), namespace=INFERENCE)
+    assert not result.ok and "[scheduling-volcano-scheduler]" in result.stderr, result.stderr
+    # ... and with that set, the pod is admitted in the namespace's queue, whatever the record said.
+    honest = forged("1Gi")
+    honest["spec"]["schedulerName"] = "volcano"
+    result = inference_tenant.create(honest, namespace=INFERENCE)
+    assert result.ok, result.stderr
+    stored = kube.get("pod", honest["metadata"]["name"], INFERENCE) or {}
+    assert stored["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "inference"
+    assert stored["spec"]["priorityClassName"] == "vgate-critical"
+
+
+def test_an_unmutated_pod_is_judged_by_its_namespaces_queue(inference_tenant: Kube, kube: Kube) -> None:
+    """/mutate fails open: with it out of the way, /validate alone must still hold the queue's rules."""
+    kube.run("delete", "mutatingwebhookconfiguration", "vgate")
+    try:
+        for memory in ("65Gi", "1Ti"):
+            raw = pod(unique("raw"), schedulerName="volcano")  # all the scheduler rule asks for
+            raw["spec"]["containers"][0]["resources"] = {"limits": {"memory": memory}}
+            result = inference_tenant.create(raw, namespace=INFERENCE)
+            assert not result.ok and "[resources-memory-limit-cap]" in result.stderr, result.stderr
+        bare = pod(unique("bare"), schedulerName="volcano")  # no memory limit at all, in a Guaranteed queue
+        result = inference_tenant.create(bare, namespace=INFERENCE)
+        assert not result.ok and "[resources-memory-limits-required]" in result.stderr, result.stderr
+    finally:
+        cluster.apply(cluster.vgate_webhook_configurations())
