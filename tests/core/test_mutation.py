@@ -300,6 +300,21 @@ def test_reinvocation_never_undoes_a_later_webhook_but_fills_what_it_added(confi
     assert run(result, config).patch == []
 
 
+def test_a_forged_record_never_keeps_an_unchosen_queue(config):
+    """Bypass: vgate.io/injected forged with Volcano's `default` queue kept the pod out of its namespace's queue."""
+    forged = pod(namespace="ml-inference", annotations={"vgate.io/injected": "none",
+                                                        "scheduling.volcano.sh/queue-name": "default"})
+    forged["spec"]["priority"] = 0  # what the Priority plugin sets before any webhook, with no class named
+    result = jsonpatch.apply_patch(forged, run(forged, config).patch)
+    assert result["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "inference"
+    # The class it adds brings its priority, or the API server refuses the pod.
+    assert (result["spec"]["priorityClassName"], result["spec"]["priority"]) == ("vgate-critical", 1000000)
+    chosen = pod(namespace="ml-inference", annotations={"vgate.io/injected": "none",
+                                                        "scheduling.volcano.sh/queue-name": "batch"})
+    assert jsonpatch.apply_patch(chosen, run(chosen, config).patch)["metadata"]["annotations"][
+        "scheduling.volcano.sh/queue-name"] == "batch"  # a chosen queue is /validate's to judge
+
+
 def test_a_compliant_object_is_still_recorded_once(config):
     """Without the record, a later pass could not tell vgate's choice from another webhook's."""
     compliant = mutated(pod(namespace="ml-training"), config)
