@@ -65,7 +65,7 @@ def webhooks_are_registered_as_designed(rendered: Objects, namespace: str) -> No
             controllers = {("apps", r) for r in ("deployments", "statefulsets", "daemonsets", "replicasets")}
             controllers |= {("", "replicationcontrollers"), ("batch", "jobs"), ("batch", "cronjobs")}
             assert resources == {(g, r, o) for g, r in vgate_kinds | controllers for o in operations} | {
-                ("", "pods/ephemeralcontainers", "UPDATE")}
+                ("", "pods/ephemeralcontainers", "UPDATE"), ("", "pods/resize", "UPDATE")}
 
 
 def exemptions_are_one_list(rendered: Objects, namespace: str, tmp_path: Path) -> list[str]:

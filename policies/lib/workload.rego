@@ -73,6 +73,21 @@ judged_containers := [{"where": "pod (ephemeral)", "spec": obj.spec, "container"
 	not container.name in debugged_before
 ] if is_ephemeral_update
 
+# An in-place resize (pods/resize, kubectl patch --subresource resize) changes a running pod's
+# requests and limits: the resource rules judge every container's new resources.
+is_resize if {
+	input.request.operation == "UPDATE"
+	input.request.subResource == "resize"
+	is_pod
+}
+
+resource_judged_containers := judged_containers if not is_resize
+
+resource_judged_containers := [{"where": "pod (resize)", "spec": obj.spec, "container": container} |
+	some field in ["initContainers", "containers"]
+	some container in object.get(obj.spec, field, [])
+] if is_resize
+
 # A pod UPDATE may change a container's image (the one container field a running pod lets change,
 # kubectl set image): the image rules judge each container whose image the request changes.
 is_pod_image_update if {

@@ -14,7 +14,7 @@ package vgate.rules.resources_memory_limit_cap
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.workload.judged_containers
+import data.vgate.lib.workload.resource_judged_containers
 import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
 
@@ -23,7 +23,7 @@ import data.vgate.lib.quantity.bytes as bytes_of
 cap := data.vgate.config.queues.definitions[queue].maxMemoryLimit
 
 deny contains msg if {
-	some judged in judged_containers
+	some judged in resource_judged_containers
 	limit := judged.container.resources.limits.memory
 	bytes_of(limit) > bytes_of(cap)
 	msg := sprintf(
@@ -35,7 +35,7 @@ deny contains msg if {
 # A limit that is no Kubernetes quantity cannot be compared: refused, not let through.
 deny contains msg if {
 	cap
-	some judged in judged_containers
+	some judged in resource_judged_containers
 	limit := judged.container.resources.limits.memory
 	not bytes_of(limit)
 	msg := sprintf(

@@ -72,3 +72,18 @@ test_a_limit_that_is_no_quantity_is_denied if {
 	contains(violation, "memory limit 300GB, which is not a Kubernetes quantity")
 	count(testing.denials("resources_memory_limit_cap", outside("default", "300GB"))) == 0
 }
+
+# Bypass: a pod created at 1Gi in a capped queue resized in place (pods/resize) to 1Ti.
+test_an_in_place_resize_above_the_cap_is_denied if {
+	created := with_limit("training", "1Gi")
+	resized := json.patch(with_limit("training", "1Ti"), [
+		{"op": "replace", "path": "/request/operation", "value": "UPDATE"},
+		{"op": "add", "path": "/request/subResource", "value": "resize"},
+		{"op": "add", "path": "/request/oldObject", "value": created.request.object},
+	])
+	some violation in testing.denials("resources_memory_limit_cap", resized)
+	contains(violation, `container a of pod (resize) has memory limit 1Ti, above queue "training"'s cap`)
+	within := json.patch(resized, [{"op": "replace",
+		"path": "/request/object/spec/containers/0/resources/limits/memory", "value": "2Gi"}])
+	count(testing.denials("resources_memory_limit_cap", within)) == 0
+}

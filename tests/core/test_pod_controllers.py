@@ -131,3 +131,23 @@ def test_https_controller_and_debug_decisions_are_answered_and_recorded(server):
     assert [rule["id"] for rule in web["rules"] if rule["action"] == "deny"] == ["security-privileged-container"]
     debugged = next(r for r in records if r.get("name") == "trainer" and r.get("decision") == "denied")
     assert debugged["operation"] == "UPDATE"
+
+
+def resize_review(memory: str) -> dict[str, Any]:
+    """An in-place resize as the API server sends it: an UPDATE of pods/resize (kubectl patch --subresource resize)."""
+    running = pod("server", "ml-inference", nodeName="node-1", schedulerName="volcano",
+                  annotations={"scheduling.volcano.sh/queue-name": "inference"})
+    running["spec"]["containers"][0]["resources"] = {"limits": {"memory": "4Gi"}, "requests": {"memory": "4Gi"}}
+    after = copy.deepcopy(running)
+    after["spec"]["containers"][0]["resources"] = {"limits": {"memory": memory}, "requests": {"memory": memory}}
+    body = review(after, operation="UPDATE")
+    body["request"].update(subResource="resize", oldObject=running,
+                           resource={"group": "", "version": "v1", "resource": "pods"})
+    return body
+
+
+def test_https_an_in_place_resize_is_judged_by_the_resource_rules(server):
+    """Bypass: pods/resize was answered as allowed (an unknown subresource); 4Gi could become 1Ti."""
+    answer = server.post("/validate", resize_review("1Ti")).json()["response"]
+    assert answer["allowed"] is False and "[resources-memory-limit-cap]" in answer["status"]["message"]
+    assert server.post("/validate", resize_review("8Gi")).json()["response"]["allowed"] is True

@@ -7,6 +7,7 @@ same config, which must agree with the server.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from e2e import cluster
-from e2e.kube import Kube
+from e2e.kube import Kube, Result
 from e2e.waiting import eventually
 
 from test_admission import pod, unique
@@ -105,7 +106,8 @@ def inference_tenant(control_plane: Kube) -> Kube:
     """kubectl as tenant-b, who may create pods in ml-inference only."""
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "tenant", "namespace": INFERENCE},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "create", "update", "patch"]}]}
+            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/resize"],
+                       "verbs": ["get", "create", "update", "patch"]}]}
     binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                "metadata": {"name": "tenant", "namespace": INFERENCE},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
@@ -158,3 +160,27 @@ def test_an_unmutated_pod_is_judged_by_its_namespaces_queue(inference_tenant: Ku
         assert not result.ok and "[resources-memory-limits-required]" in result.stderr, result.stderr
     finally:
         cluster.apply(cluster.vgate_webhook_configurations())
+
+
+def test_an_in_place_resize_is_judged_by_the_resource_rules(inference_tenant: Kube, kube: Kube) -> None:
+    """Bypass: pods/resize was not registered, so a pod created at 4Gi could be resized to 1Ti."""
+    # Pending (no node is in that zone): the API server lets a resize reach admission for a pod with no
+    # running container, or on a kubelet that reports container resources, which kwok's does not.
+    name = unique("resize")
+    result = inference_tenant.create(pod(name, nodeSelector={"topology.kubernetes.io/zone": "nowhere"}),
+                                     namespace=INFERENCE)
+    assert result.ok, result.stderr
+
+    def resize(memory: str) -> Result:
+        change = {"spec": {"containers": [{"name": "main", "resources": {
+            "limits": {"memory": memory}, "requests": {"memory": memory}}}]}}
+        return inference_tenant.run("-n", INFERENCE, "patch", "pod", name, "--subresource", "resize",
+                                    "--patch", json.dumps(change))
+
+    result = resize("1Ti")
+    assert not result.ok and "[resources-memory-limit-cap]" in result.stderr, result.stderr
+    assert "pod (resize)" in result.stderr
+    result = resize("8Gi")
+    assert result.ok, result.stderr
+    stored = kube.get("pod", name, INFERENCE) or {}
+    assert stored["spec"]["containers"][0]["resources"]["limits"]["memory"] == "8Gi"

@@ -4,8 +4,8 @@ Three kinds carry scheduling intent and are mutated and validated: core Pods, Vo
 ``batch.volcano.sh/v1alpha1`` Jobs (one pod template per task) and ``scheduling.volcano.sh/v1beta1``
 PodGroups (queue and priority only). Two more are validated only: pod controllers (their template
 is judged as the pod it will create, see ``pod_templates``) and ``kubectl debug``'s UPDATE of the
-``pods/ephemeralcontainers`` subresource (the containers it adds). Everything else is allowed
-untouched.
+``pods/ephemeralcontainers`` subresource (the containers it adds), and an in-place resize's UPDATE of
+``pods/resize`` (its new resources). Everything else is allowed untouched.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Workload(str, Enum):
     POD_GROUP = "PodGroup.scheduling.volcano.sh"
     POD_CONTROLLER = "pod controller"
     EPHEMERAL_CONTAINERS = "pods/ephemeralcontainers"
+    RESIZE = "pods/resize"
 
 
 MUTATED = (Workload.POD, Workload.VOLCANO_JOB, Workload.POD_GROUP)
@@ -41,6 +42,10 @@ _HANDLED = {
 }
 
 
+# The pod subresources whose writes change what rules judge: kubectl debug's added containers,
+# and an in-place resize's new requests and limits (judged by the resource rules).
+_POD_SUBRESOURCES = {"ephemeralcontainers": Workload.EPHEMERAL_CONTAINERS, "resize": Workload.RESIZE}
+
 HANDLED_KINDS = tuple(_HANDLED)  # (group, version, kind) of everything vgate judges
 
 
@@ -48,8 +53,9 @@ def classify(request: AdmissionRequest) -> Workload | None:
     """The workload kind of a request, or None for kinds and subresources vgate leaves alone."""
     key = (request.group, request.version, request.kind)
     if request.sub_resource:
-        is_debug = request.sub_resource == "ephemeralcontainers" and _HANDLED.get(key) is Workload.POD
-        return Workload.EPHEMERAL_CONTAINERS if is_debug else None
+        if _HANDLED.get(key) is not Workload.POD:
+            return None
+        return _POD_SUBRESOURCES.get(request.sub_resource)
     return _HANDLED.get(key)
 
 
