@@ -88,13 +88,27 @@ resource_judged_containers := [{"where": "pod (resize)", "spec": obj.spec, "cont
 	some container in object.get(obj.spec, field, [])
 ] if is_resize
 
-# A pod UPDATE may change a container's image (the one container field a running pod lets change,
-# kubectl set image): the image rules judge each container whose image the request changes.
-is_pod_image_update if {
+# A pod UPDATE may add tolerations (the API server lets a running pod gain them, never lose them):
+# the toleration rules judge the tolerations the request adds.
+toleration_judged_specs := judged_specs if not is_pod_update
+
+toleration_judged_specs := [{"where": "pod", "metadata": object.get(obj, "metadata", {}), "spec": {"tolerations": added}}] if {
+	is_pod_update
+	before := object.get(input.request, ["oldObject", "spec", "tolerations"], [])
+	added := [toleration | some toleration in object.get(obj.spec, "tolerations", []); not toleration in before]
+	count(added) > 0
+}
+
+# A plain pod UPDATE (no subresource): what a tenant may change of a pod it created.
+is_pod_update if {
 	input.request.operation == "UPDATE"
 	is_pod
 	not input.request.subResource
 }
+
+# A pod UPDATE may change a container's image (the one container field a running pod lets change,
+# kubectl set image): the image rules judge each container whose image the request changes.
+is_pod_image_update if is_pod_update
 
 image_judged_containers := judged_containers if not is_pod_image_update
 

@@ -17,7 +17,7 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.first_for_namespace
-import data.vgate.lib.workload.judged_specs
+import data.vgate.lib.workload.toleration_judged_specs
 import data.vgate.lib.workload.obj
 
 taint_key := data.vgate.config.tenancy.dedicatedTaintKey
@@ -43,7 +43,7 @@ crosses_tenants(toleration) if {
 }
 
 deny contains msg if {
-	some judged in judged_specs
+	some judged in toleration_judged_specs
 	some toleration in object.get(judged.spec, "tolerations", [])
 	crosses_tenants(toleration)
 	msg := sprintf(

@@ -35,3 +35,25 @@ test_namespace_without_tenant_may_not_tolerate_dedicated_nodes if {
 	review := testing.pod_in("web", {}, {"tolerations": [{"key": "dedicated", "value": "research"}]})
 	count(testing.denials("placement_foreign_taint_toleration", review)) == 1
 }
+
+# Bypass: an UPDATE may add tolerations to a pending pod; those it adds are judged, those it had are not.
+update_adding(before, after) := json.patch(testing.pod({}, {"tolerations": after}), [
+	{"op": "replace", "path": "/request/operation", "value": "UPDATE"},
+	{"op": "add", "path": "/request/oldObject", "value": testing.pod({}, {"tolerations": before}).request.object},
+])
+
+test_an_update_adding_a_foreign_toleration_is_denied if {
+	foreign := {"key": "dedicated", "operator": "Equal", "value": "serving", "effect": "NoSchedule"}
+	some violation in testing.denials("placement_foreign_taint_toleration", update_adding([], [foreign]))
+	contains(violation, `belongs to tenant "research"`)
+	everything := {"operator": "Exists"}
+	count(testing.denials("placement_foreign_taint_toleration", update_adding([], [everything]))) == 1
+}
+
+test_an_update_that_adds_no_toleration_is_not_judged_again if {
+	# A pod admitted before the rule existed keeps its tolerations through unrelated updates.
+	old := {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+	count(testing.denials("placement_foreign_taint_toleration", update_adding([old], [old]))) == 0
+	own := {"key": "dedicated", "operator": "Equal", "value": "research", "effect": "NoSchedule"}
+	count(testing.denials("placement_foreign_taint_toleration", update_adding([old], [old, own]))) == 0
+}

@@ -44,6 +44,25 @@ judged if {
 	is_pod_group
 }
 
+# An UPDATE that moves a workload to another queue (a PodGroup's or Volcano Job's spec.queue, a pod's
+# queue annotation: each one the API server lets change) is judged like a CREATE naming it.
+judged if {
+	input.request.operation == "UPDATE"
+	not input.request.subResource
+	has_queue
+	named_queue != queue_before
+}
+
+has_queue if is_pod
+
+has_queue if is_volcano_job
+
+has_queue if is_pod_group
+
+queue_before := object.get(input.request, ["oldObject", "metadata", "annotations", "scheduling.volcano.sh/queue-name"], "") if is_pod
+
+queue_before := object.get(input.request, ["oldObject", "spec", "queue"], "") if not is_pod
+
 allowed_queues := sort([name |
 	some name, definition in definitions
 	some pattern in definition.namespaces

@@ -51,3 +51,36 @@ test_denies_a_pod_group_naming_an_unknown_queue if {
 	some violation in testing.denials("scheduling_queue_allowed", testing.review(kind, "CREATE", "ml-training", group))
 	contains(violation, `PodGroup names Volcano queue "gpu-premium"`)
 }
+
+# Bypass: CREATE was judged, an UPDATE moving spec.queue (or a pod's queue annotation) was not.
+moved(kind, before, after) := json.patch(queued(kind, after), [
+	{"op": "replace", "path": "/request/operation", "value": "UPDATE"},
+	{"op": "add", "path": "/request/oldObject", "value": queued(kind, before).request.object},
+])
+
+test_an_update_moving_to_a_queue_the_namespace_may_not_use_is_denied if {
+	every kind in ["PodGroup", "Job", "Pod"] {
+		some violation in testing.denials("scheduling_queue_allowed", moved(kind, "default", "training"))
+		contains(violation, `names Volcano queue "training", which that namespace may not use`)
+	}
+}
+
+test_an_update_that_keeps_the_queue_is_not_judged_again if {
+	every kind in ["PodGroup", "Job", "Pod"] {
+		count(testing.denials("scheduling_queue_allowed", moved(kind, "training", "training"))) == 0
+	}
+}
+
+# A workload of ``kind`` in namespace "web" (which may use `default` only) naming ``queue``.
+queued("Pod", queue) := json.patch(testing.pod_in("web", {}, {}), [{
+	"op": "add", "path": "/request/object/metadata/annotations",
+	"value": {"scheduling.volcano.sh/queue-name": queue},
+}])
+
+queued("Job", queue) := testing.review({"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}, "CREATE",
+	"web", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "web"},
+	"spec": {"queue": queue, "tasks": []}})
+
+queued("PodGroup", queue) := testing.review({"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "PodGroup"},
+	"CREATE", "web", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+	"metadata": {"name": "g", "namespace": "web"}, "spec": {"queue": queue}})

@@ -184,3 +184,30 @@ def test_an_in_place_resize_is_judged_by_the_resource_rules(inference_tenant: Ku
     assert result.ok, result.stderr
     stored = kube.get("pod", name, INFERENCE) or {}
     assert stored["spec"]["containers"][0]["resources"]["limits"]["memory"] == "8Gi"
+
+
+def test_an_update_adding_a_foreign_toleration_is_denied(tenant: Kube) -> None:
+    """Bypass: a pending pod could gain `dedicated=serving:NoSchedule` (or `operator: Exists`) by UPDATE."""
+    name = unique("tolerate")
+    result = tenant.create(pod(name, schedulerName="volcano", nodeSelector={"topology.kubernetes.io/zone": "nowhere"}),
+                           namespace=TENANT)
+    assert result.ok, result.stderr
+    for toleration in ({"key": "dedicated", "operator": "Equal", "value": "serving", "effect": "NoSchedule"},
+                       {"operator": "Exists"}):
+        patch = [{"op": "add", "path": "/spec/tolerations/-", "value": toleration}]
+        result = tenant.run("-n", TENANT, "patch", "pod", name, "--type=json", "-p", json.dumps(patch))
+        assert not result.ok and "[placement-foreign-taint-toleration]" in result.stderr, result.stderr
+    # An UPDATE that adds no toleration (a label) is not judged on the tolerations the pod already had.
+    assert tenant.run("-n", TENANT, "label", "pod", name, "touched=yes").ok
+
+
+def test_an_update_moving_a_pod_group_to_a_foreign_queue_is_denied(tenant: Kube, kube: Kube) -> None:
+    """Bypass: a PodGroup's CREATE in queue training was denied, its UPDATE into it allowed."""
+    name = unique("group")
+    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name},
+             "spec": {"minMember": 1}}
+    result = tenant.create(group, namespace=TENANT)
+    assert result.ok, result.stderr
+    moved = tenant.run("-n", TENANT, "patch", "podgroup", name, "--type=merge", "-p", '{"spec":{"queue":"training"}}')
+    assert not moved.ok and "[scheduling-queue-allowed]" in moved.stderr, moved.stderr
+    assert (kube.get("podgroup", name, TENANT) or {})["spec"]["queue"] == "default"
