@@ -288,3 +288,28 @@ def test_both_content_length_and_chunked_get_the_json_shape_and_a_record(server)
     assert head.startswith("HTTP/1.1 200"), head
     assert json.loads(payload)["response"]["uid"] == "cl-te"
     assert any(r.get("uid") == "cl-te" for r in server.decisions())
+
+
+def test_bad_updates_get_a_clear_decision_and_are_recorded(server):
+    """UPDATEs a real API server should never send, and one it sends but vgate does not judge."""
+    running = pod(namespace="ml-training", schedulerName="volcano", nodeName="node-1")
+    # A subresource of a kind vgate judges, which its configuration does not register: refused, not allowed.
+    status = review(running, operation="UPDATE", old_object=running, uid="bad-subresource")
+    status["request"]["subResource"] = "status"
+    response = answer(server.post("/validate", status))
+    assert response["allowed"] is False and "vgate judges no pods/status writes" in response["status"]["message"]
+    # An oldObject of another kind: what changed cannot be told; a one-line JSON 400.
+    other = review(running, operation="UPDATE", old_object={"apiVersion": "v1", "kind": "ConfigMap"}, uid="bad-old")
+    reply = server.post("/validate", other)
+    assert reply.status_code == 400 and "request.oldObject is a 'ConfigMap'" in reply.json()["error"]
+    assert "\n" not in reply.text.strip()
+    # No oldObject at all: judged conservatively, as if everything the object has were added.
+    foreign = {"key": "dedicated", "operator": "Equal", "value": "serving", "effect": "NoSchedule"}
+    tolerating = pod(namespace="ml-training", schedulerName="volcano", tolerations=[foreign])
+    missing = review(tolerating, operation="UPDATE", uid="no-old")
+    missing["request"]["oldObject"] = None
+    response = answer(server.post("/validate", missing))
+    assert response["allowed"] is False and "[placement-foreign-taint-toleration]" in response["status"]["message"]
+    recorded = {r.get("uid"): r for r in server.decisions()}  # on disk before each answer left
+    assert recorded["bad-subresource"]["allowed"] is False and recorded["no-old"]["allowed"] is False
+    assert any(r.get("decision") == "error" and "ConfigMap" in (r.get("error") or "") for r in server.decisions())

@@ -92,6 +92,9 @@ def decode_review(body: bytes, max_depth: int) -> AdmissionRequest:
         raise RequestError(400, "request.oldObject must be a JSON object")
     if obj is None and operation in ("CREATE", "UPDATE"):
         raise RequestError(400, f"request.object is required for {operation}")
+    if operation == "UPDATE" and obj and old and obj.get("kind") and old.get("kind") != obj.get("kind"):
+        # What changed cannot be told from two different kinds: never judged as if it could.
+        raise RequestError(400, f"request.oldObject is a {old.get('kind')!r}, request.object a {obj.get('kind')!r}")
     user_info: dict[str, Any] = request["userInfo"] if isinstance(request.get("userInfo"), dict) else {}
     groups: list[Any] = user_info["groups"] if isinstance(user_info.get("groups"), list) else []
     resource: dict[str, Any] = request["resource"] if isinstance(request.get("resource"), dict) else {}

@@ -20,7 +20,7 @@ from .errors import EvaluationError
 from .pod_templates import named_for_controller, pod_of, template_changed
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
-from .workloads import Workload, classify, is_exempt, labels_of
+from .workloads import HANDLED_KINDS, Workload, classify, is_exempt, labels_of
 
 
 @dataclass
@@ -39,6 +39,20 @@ class Validation:
         return [o for o in self.outcomes if o.action == action]
 
 
+def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
+    """A kind vgate does not judge is allowed; a subresource of one it does judge that it does not
+    know (a webhook configuration sending pods/* or jobs/*) is never a silent allow: refused, or
+    allowed with a warning, per server.failureMode, and recorded either way."""
+    if not request.sub_resource or (request.group, request.version, request.kind) not in HANDLED_KINDS:
+        return Validation(Decision())
+    reason = (f"vgate judges no {request.resource or request.kind}/{request.sub_resource} writes: its validating "
+              "webhook should not be sent them (the chart registers pods/ephemeralcontainers and pods/resize)")
+    if config.server["failureMode"] == "allow":
+        return Validation(Decision(warnings=[reason]), error=reason)
+    return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
+                               f"{reason}", audit_annotations={"refused": "unknown-subresource"}), error=reason)
+
+
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
              now: datetime) -> Validation:
     """Evaluate the policies on one request and decide.
@@ -47,7 +61,7 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     """
     workload = classify(request)
     if workload is None:
-        return Validation(Decision())
+        return _unjudged(request, config)
     if is_exempt(request.namespace, config):
         return Validation(Decision(), exempt=True)
     too_large = oversize(workload, request.object, request.kind, config)
