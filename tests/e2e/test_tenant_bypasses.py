@@ -27,21 +27,26 @@ TENANT = "e2e-tenant"
 CONFIG = cluster.VGATE_DIR / "vgate.yaml"
 
 
+def grant(admin: Kube, namespace: str, user: str, groups: list[str], resources: list[str], verbs: list[str]) -> None:
+    """A Role in ``namespace`` and its RoleBinding to ``user``: what a platform team gives a tenant."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": f"tenant-{user}", "namespace": namespace},
+            "rules": [{"apiGroups": groups, "resources": resources, "verbs": verbs}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": f"tenant-{user}", "namespace": namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"tenant-{user}"},
+               "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]}
+    result = admin.apply(role, binding)
+    assert result.ok, result.stderr
+
+
 @pytest.fixture(scope="module")
 def tenant(control_plane: Kube) -> Kube:
     """kubectl as user tenant-a, who holds a Role in its namespace only."""
     control_plane.namespace(TENANT)
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "tenant", "namespace": TENANT},
-            "rules": [{"apiGroups": ["", "apps", "batch.volcano.sh", "scheduling.volcano.sh"],
-                       "resources": ["pods", "pods/resize", "deployments", "jobs", "podgroups"],
-                       "verbs": ["get", "list", "create", "update", "patch", "delete"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": "tenant", "namespace": TENANT},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
-               "subjects": [{"kind": "User", "name": "tenant-a", "apiGroup": "rbac.authorization.k8s.io"}]}
-    result = control_plane.apply(role, binding)
-    assert result.ok, result.stderr
+    verbs = ["get", "list", "create", "update", "patch", "delete"]
+    grant(control_plane, TENANT, "tenant-a", ["", "apps", "batch.volcano.sh", "scheduling.volcano.sh"],
+          ["pods", "pods/resize", "deployments", "jobs", "podgroups"], verbs)
     kube = Kube(cluster.identity_kubeconfig("tenant-a", "tenant-a"))
     assert not kube.run("get", "pods", "-n", "kube-system").ok  # namespace-scoped, really
     return kube
@@ -104,16 +109,7 @@ INFERENCE = "ml-inference"  # queue inference: caps memory limits at 64Gi, allow
 @pytest.fixture(scope="module")
 def inference_tenant(control_plane: Kube) -> Kube:
     """kubectl as tenant-b, who may create pods in ml-inference only."""
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "tenant", "namespace": INFERENCE},
-            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/resize"],
-                       "verbs": ["get", "create", "update", "patch"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": "tenant", "namespace": INFERENCE},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
-               "subjects": [{"kind": "User", "name": "tenant-b", "apiGroup": "rbac.authorization.k8s.io"}]}
-    result = control_plane.apply(role, binding)
-    assert result.ok, result.stderr
+    grant(control_plane, INFERENCE, "tenant-b", [""], ["pods", "pods/resize"], ["get", "create", "update", "patch"])
     return Kube(cluster.identity_kubeconfig("tenant-b", "tenant-b"))
 
 
