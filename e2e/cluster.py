@@ -198,11 +198,11 @@ def up() -> None:
         "--allow-privileged=true", "--profiling=false",
         # The default admission plugins stay on (NamespaceLifecycle, LimitRanger, ServiceAccount, Priority,
         # DefaultTolerationSeconds, PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ...).
-    ], apiserver_ready, env={}).start(timeout=180)
+    ], apiserver_ready).start(timeout=180)
     _write_component_kubeconfigs(ca)
 
     volcano = charts.volcano_objects()
-    apply([o for o in volcano.cluster_setup])
+    apply(volcano.cluster_setup)
     _wait_established([o["metadata"]["name"] for o in volcano.cluster_setup
                        if o["kind"] == "CustomResourceDefinition"])
 
@@ -214,7 +214,7 @@ def up() -> None:
         "--use-service-account-credentials=true",
         # No cloud, no node IPAM (kwok gives pods their addresses), no kube-proxy.
         "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder",
-    ], lambda: _https_ok(f"https://{HOST}:{KCM_PORT}/healthz", ca.cert_path, admin) or _kcm_ready()).start()
+    ], _controllers_working).start()
 
     _start_volcano(binaries, ca, volcano)
     _start_kwok(binaries)
@@ -222,9 +222,9 @@ def up() -> None:
     print(f"e2e: up; export KUBECONFIG={KUBECONFIG}", file=sys.stderr)
 
 
-def _kcm_ready() -> bool:
-    # kube-controller-manager serves /healthz on a certificate of its own making; trust it by asking the
-    # API server instead: its service-account controller has made the default account in kube-system.
+def _controllers_working() -> bool:
+    """kube-controller-manager serves /healthz on a certificate of its own making; ask the API server
+    instead: its service-account controller has made the default account in kube-system."""
     return kubectl("-n", "kube-system", "get", "serviceaccount", "default", check=False).returncode == 0
 
 

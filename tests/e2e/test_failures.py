@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -247,8 +246,8 @@ def test_vgate_down_fails_closed_and_the_readme_break_glass_brings_pods_back(
     assert eventually(lambda: kube.create(pod(unique("back")), namespace=namespace).ok, timeout=30)
 
 
-def test_the_chart_webhook_rules_route_the_resources_they_name(kube: Kube) -> None:
-    configurations = {c["kind"]: c for c in cluster.vgate_webhook_configurations()}
-    stored = kube.get("validatingwebhookconfiguration", "vgate") or {}
-    assert stored["webhooks"][0]["rules"] == configurations["ValidatingWebhookConfiguration"]["webhooks"][0]["rules"]
-    assert Path(cluster.KUBECONFIG).exists()
+def test_the_api_server_stores_the_charts_webhook_rules_as_rendered(kube: Kube) -> None:
+    """The chart's rules are valid to a real API server and not rewritten by it (scope, subresources)."""
+    for configuration in cluster.vgate_webhook_configurations():
+        stored = kube.get(configuration["kind"].lower(), "vgate") or {}
+        assert stored["webhooks"][0]["rules"] == configuration["webhooks"][0]["rules"]
