@@ -15,6 +15,7 @@ which ``vgate audit verify`` reports.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -124,15 +125,21 @@ class DecisionLog:
             line = orjson.dumps({**pending.entry, "prev": prev})
             prev = hashlib.sha256(line).hexdigest()
             lines.append(line)
+        data = b"\n".join(lines) + b"\n"
         try:
-            os.write(fd, b"\n".join(lines) + b"\n")
+            written = 0
+            while written < len(data):  # a nearly full disk takes part of a write and says so by its count
+                count = os.write(fd, data[written:])
+                if count == 0:
+                    raise OSError(errno.ENOSPC, "the disk took none of the record")
+                written += count
             os.fsync(fd)
         except OSError:
-            os.ftruncate(fd, start)  # never leave a partial line behind a failed write
+            os.ftruncate(fd, start)  # never leave a partial line behind a failed write: whole or not at all
             raise
         self._prev = prev
         if self._mirror_fd is not None:
-            self._mirror(b"\n".join(lines) + b"\n")
+            self._mirror(data)
 
     def _mirror(self, data: bytes) -> None:
         """The same lines to the mirror, after they are durable; a broken mirror never fails a decision."""

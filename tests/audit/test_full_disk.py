@@ -1,0 +1,68 @@
+"""A decision record is on disk whole or not at all, even when the disk fills mid-write.
+
+A real filesystem, not a stub: a 64 KiB tmpfs (the tests run as root, as CI does) filled to within a
+few hundred bytes, so a record's write is cut short by the kernel (a short count, then ENOSPC).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from webhook.audit.log import AuditError, DecisionLog
+from webhook.audit.verify import verify_segments
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, f"a tmpfs is needed (run as root, as CI does): {done.stderr}"
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], check=True)  # the log may still hold its segment
+
+
+def fill(mount: Path, leave: int) -> Path:
+    """Fill the disk but for about ``leave`` bytes."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 1024):
+            pass
+    except OSError:
+        pass  # full
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+def test_a_record_cut_short_by_a_full_disk_is_never_left_half_written(small_disk: Path) -> None:
+    log = DecisionLog(small_disk / "audit", replica="disk")
+    log.record({"endpoint": "validate", "uid": "before", "decision": "allowed"})
+    filler = fill(small_disk, leave=3000)
+    refused = 0
+    for index in range(60):  # ~600-byte records: a few fit, then one is cut short
+        try:
+            log.record({"endpoint": "validate", "uid": f"u{index}", "decision": "allowed", "pad": "x" * 500})
+        except AuditError:
+            refused += 1
+    assert refused > 0, "the disk never filled: the test did not exercise a short write"
+    [segment] = (small_disk / "audit").glob("decisions-*.jsonl")
+    good, findings = verify_segments(small_disk / "audit")
+    assert findings == [] and segment.read_bytes().endswith(b"\n"), findings
+    lines = segment.read_bytes().splitlines()
+    assert good == len(lines) == 1 + 60 - refused
+    # Room again: the next record follows the last whole one, and the chain holds.
+    filler.unlink()
+    log.record({"endpoint": "validate", "uid": "after", "decision": "allowed"})
+    good, findings = verify_segments(small_disk / "audit")
+    assert findings == [] and good == len(lines) + 1
