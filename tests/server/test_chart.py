@@ -200,3 +200,10 @@ def test_the_dashboard_and_alerts_query_only_metrics_vgate_exposes():
     used = {re.sub(r"_(bucket|total|count|sum)$", "", name) for q in queries for name in re.findall(r"vgate_\w+", q)}
     assert used and used <= {re.sub(r"_total$", "", name) for name in exposed}, used - exposed
     assert len(dashboard["panels"]) >= 6
+    # Every reason a query selects is one vgate's code gives vgate_errors_total (an alert on a reason
+    # no code emits can never fire: VgateDeniedUnrecorded selected "audit_write", vgate says "audit").
+    code = "\n".join(path.read_text() for path in (ROOT / "webhook").rglob("*.py"))
+    emitted = set(re.findall(r'errors\.labels\([^,]+, "(\w+)"\)', code))
+    emitted |= {f"http_{status}" for status in (400, 408, 413)}
+    selected = {reason for q in queries for reason in re.findall(r'vgate_errors_total\{[^}]*reason="(\w+)"', q)}
+    assert "audit" in emitted and selected <= emitted, selected - emitted
