@@ -140,3 +140,16 @@ def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):
     assert len([line for line in first.stdout.split() if not line.endswith("/daily")]) == LOOKBACK_HOURS
     again = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "every closed hour of the last day has its report" in again.stdout
+
+
+def test_published_reports_are_readable_by_the_writer_and_its_group_only(tmp_path):
+    """The CSV names every user, namespace and object: hourly and daily reports are 0640 in 0750 directories."""
+    document = settings(tmp_path)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+    daily = [path for path in written if path.name == "daily"]
+    assert daily and len(written) > 1
+    for directory in written:
+        assert directory.stat().st_mode & 0o777 == 0o750, directory
+        files = [path for path in directory.iterdir() if path.is_file()]
+        assert files and {path.stat().st_mode & 0o777 for path in files} == {0o640}, directory

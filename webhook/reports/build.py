@@ -45,6 +45,7 @@ DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name"
 ERROR_FIELDS = ("time", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "httpStatus", "error",
                 "allowed", "message")
 STAGING_PREFIX = ".building-"  # a report being written, or what a crash left of one
+REPORT_FILE_MODE, REPORT_DIR_MODE = 0o640, 0o750  # readable by the writer and its group (auditors), no one else
 SUPERSEDED = "superseded"
 
 
@@ -145,9 +146,14 @@ def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
 
 
 def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
-    """Make the staged report the hour's, in one rename (after moving a superseded one aside)."""
+    """Make the staged report the hour's, in one rename (after moving a superseded one aside).
+
+    Its files are 0640 and its directory 0750: the CSV names every user, namespace and object.
+    """
     for path in staging.iterdir():
+        path.chmod(REPORT_FILE_MODE if path.is_file() else REPORT_DIR_MODE)
         _fsync(path)
+    staging.chmod(REPORT_DIR_MODE)
     _fsync(staging)
     out.parent.mkdir(parents=True, exist_ok=True)
     if superseding:
