@@ -161,6 +161,17 @@ def test_a_replaced_predecessor_and_a_missing_hour_are_found(tmp_path, setup):
     assert f"{hour_directory(reports, hours[2])}: no report for hour {hours[2]:%Y-%m-%dT%H}" in problems
 
 
+def test_a_signed_report_copied_into_another_hour_is_found(tmp_path, setup):
+    """Without the key: the newest hour replaced by the first-ever report (valid signature, no predecessor)."""
+    reports, key, hours = chain(tmp_path, setup)
+    newest, first = hour_directory(reports, hours[2]), hour_directory(reports, hours[0])
+    shutil.rmtree(newest)
+    shutil.copytree(first, newest)
+    problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
+    assert problems == [f"{newest}/report.json: the report of hour {hours[0]:%Y-%m-%dT%H} sits in the directory of "
+                        f"{hours[2]:%Y-%m-%dT%H}: it was copied or moved there"], problems
+
+
 def test_two_replicas_sharing_volumes_get_one_merged_report(tmp_path, setup, start_server):
     reports, key = setup
     shared = tmp_path / "shared-audit"

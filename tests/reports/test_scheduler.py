@@ -153,3 +153,22 @@ def test_published_reports_are_readable_by_the_writer_and_its_group_only(tmp_pat
         assert directory.stat().st_mode & 0o777 == 0o750, directory
         files = [path for path in directory.iterdir() if path.is_file()]
         assert files and {path.stat().st_mode & 0o777 for path in files} == {0o640}, directory
+
+
+def test_daily_reports_sit_in_their_own_day(tmp_path):
+    """A genuine history verifies clean, and a daily report copied over another day's is found."""
+    import shutil
+
+    from webhook.reports.verify import verify_reports
+
+    document = settings(tmp_path)
+    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(datetime(2026, 12, 3, 0, 5, tzinfo=timezone.utc))
+    daily = sorted(path for path in written if path.name == "daily")
+    key = public_key_path(document["reports"]["key"])
+    assert len(daily) >= 1 and not [f for f in verify_reports(tmp_path / "reports", key) if "sits in" in str(f)]
+    other_day = daily[-1].parent.parent / f"{int(daily[-1].parent.name) - 1:02d}" / "daily"
+    if other_day.exists():
+        shutil.rmtree(other_day)
+    shutil.copytree(daily[-1], other_day)
+    problems = [str(f) for f in verify_reports(tmp_path / "reports", key)]
+    assert any("the report of day" in p and "sits in the directory of" in p for p in problems), problems

@@ -50,8 +50,9 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
     for hour in reported:
         directory = hour_directory(reports_dir, hour)
         report = _verify_version(directory, key, findings)
+        _in_its_place(report, "hour", hours.label(hour), directory, findings)
         for version in sorted((directory / SUPERSEDED).glob("*")):
-            _verify_version(version, key, findings)
+            _in_its_place(_verify_version(version, key, findings), "hour", hours.label(hour), version, findings)
         if report is None:
             continue
         if audit_dir is not None:
@@ -102,6 +103,16 @@ def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Findi
     return report if isinstance(report, dict) else None
 
 
+def _in_its_place(report: dict[str, Any] | None, field: str, place: str, directory: Path,
+                  findings: list[Finding]) -> None:
+    """A signed report proves what it says, not where it is: one copied or moved into another hour's
+    (or day's) directory keeps a valid signature, so its own hour (day) must be the directory's."""
+    if report is not None and report.get(field) != place:
+        findings.append(Finding(str(directory / "report.json"), None,
+                                f"the report of {field} {report.get(field)} sits in the directory of {place}: "
+                                "it was copied or moved there"))
+
+
 def _digests(directory: Path) -> set[str]:
     """The SHA256SUMS digests of an hour's report and of each version it superseded."""
     versions = [directory, *sorted((directory / SUPERSEDED).glob("*"))]
@@ -114,6 +125,8 @@ def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> lis
     findings: list[Finding] = []
     for sums_path in sorted(Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}")):
         report = _verify_version(sums_path.parent, key, findings)
+        day = sums_path.parent.parent.relative_to(reports_dir).as_posix().replace("/", "-")
+        _in_its_place(report, "day", day, sums_path.parent, findings)
         if report is None:
             continue
         for hourly in report.get("hourlyReports", []):
