@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -182,6 +183,22 @@ def test_a_reissued_hour_keeps_the_old_version_and_the_chain_verifies(reported):
     }
     assert (directory / "superseded" / "1" / "SHA256SUMS").read_bytes() == old_sums
     assert problems(audit, reports, key) == []  # the next hour links the superseded version: accepted
+
+
+def test_a_reissue_cannot_be_undone_nor_a_version_planted_under_superseded(reported):
+    """Without the key: delete superseded/ (undo a reissue), or plant another hour's signed report there."""
+    audit, reports, key = reported
+    directory = hour_directory(reports, HOUR)
+    build_report(HOUR, audit, reports, POLICIES, key, reissue_reason="INC-7: remapped control")
+    shutil.rmtree(directory / "superseded")
+    found = problems(audit, reports, key)
+    assert any("which is not under superseded/: the older version was removed" in p for p in found), found
+    build_report(HOUR, audit, reports, POLICIES, key, reissue_reason="INC-8: again")  # (the removal stays found)
+    before = hour_directory(reports, HOUR - timedelta(hours=1))
+    shutil.copytree(before, directory / "superseded" / "9")  # a signed version, linkable if it counted
+    found = problems(audit, reports, key)
+    assert any("superseded/9 is a version no reissue supersedes: it does not count" in p for p in found), found
+    assert any("sits in the directory of" in p for p in found), found
 
 
 def test_a_writer_killed_in_the_middle_of_publication_leaves_no_partial_hour(reported, tmp_path):

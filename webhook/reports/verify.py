@@ -53,6 +53,7 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         _in_its_place(report, "hour", hours.label(hour), directory, findings)
         for version in sorted((directory / SUPERSEDED).glob("*")):
             _in_its_place(_verify_version(version, key, findings), "hour", hours.label(hour), version, findings)
+        findings += [Finding(str(directory), None, problem) for problem in _reissue_chain(directory)[1]]
         if report is None:
             continue
         if audit_dir is not None:
@@ -114,9 +115,40 @@ def _in_its_place(report: dict[str, Any] | None, field: str, place: str, directo
 
 
 def _digests(directory: Path) -> set[str]:
-    """The SHA256SUMS digests of an hour's report and of each version it superseded."""
-    versions = [directory, *sorted((directory / SUPERSEDED).glob("*"))]
-    return {digest_of(version) for version in versions if (version / SUMS).is_file()}
+    """The SHA256SUMS digests a link may name: the hour's report, and each version its reissues name."""
+    return _reissue_chain(directory)[0]
+
+
+def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
+    """Follow ``reissue.supersedes`` from the current version back through ``superseded/``: the
+    digests on that chain, and what is wrong with it (a named version missing: a reissue undone; a
+    version no reissue names: planted there to be linked to)."""
+    if not (directory / SUMS).is_file():
+        return set(), []
+    accepted, problems = {digest_of(directory)}, []
+    unnamed = {digest_of(v): v for v in sorted((directory / SUPERSEDED).glob("*")) if (v / SUMS).is_file()}
+    current: Path | None = directory
+    while current is not None:
+        named = (_report_of(current).get("reissue") or {}).get("supersedes")
+        if not named:
+            break
+        current = unnamed.pop(named, None)
+        if current is None:
+            problems.append(f"its reissue supersedes {named[:12]}..., which is not under superseded/: "
+                            "the older version was removed")
+        else:
+            accepted.add(named)
+    problems += [f"{version.relative_to(directory)} is a version no reissue supersedes: it does not count"
+                 for version in unnamed.values()]
+    return accepted, problems
+
+
+def _report_of(version: Path) -> dict[str, Any]:
+    try:
+        report = orjson.loads((version / "report.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return report if isinstance(report, dict) else {}
 
 
 def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> list[Finding]:
