@@ -17,41 +17,25 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from webhook.server import certs
+
 DAYS = 30
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
 class Authority:
-    """A CA kept in ``directory`` (ca.crt, ca.key), created on first use."""
+    """A CA kept in ``directory`` (ca.crt, ca.key: vgate's own CA helpers), created on first use."""
 
     def __init__(self, directory: Path, common_name: str) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.cert_path, self.key_path = directory / "ca.crt", directory / "ca.key"
-        if not self.cert_path.exists():
-            key = ec.generate_private_key(ec.SECP256R1())
-            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-            now = datetime.datetime.now(datetime.timezone.utc)
-            cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                    .not_valid_before(now - datetime.timedelta(minutes=5))
-                    .not_valid_after(now + datetime.timedelta(days=DAYS))
-                    .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                    .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                 content_commitment=False, key_encipherment=False,
-                                                 data_encipherment=False, key_agreement=False,
-                                                 encipher_only=False, decipher_only=False), critical=True)
-                    .sign(key, hashes.SHA256()))
-            self.key_path.write_bytes(_key_pem(key))
-            self.key_path.chmod(0o600)
-            self.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        self.cert = x509.load_pem_x509_certificate(self.cert_path.read_bytes())
-        loaded = serialization.load_pem_private_key(self.key_path.read_bytes(), None)
-        assert isinstance(loaded, ec.EllipticCurvePrivateKey)
-        self.key: ec.EllipticCurvePrivateKey = loaded
+        self.cert_path, self.key_path = directory / certs.CA_FILE, directory / certs.CA_KEY_FILE
+        if not self.key_path.exists():
+            cert, key = certs.new_ca(common_name, datetime.datetime.now(datetime.timezone.utc), DAYS)
+            certs.write_atomically(self.cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+            certs.write_atomically(self.key_path, certs.private_pem(key), 0o600)
+        loaded_cert, loaded_key = certs.load_ca(directory)
+        assert loaded_cert is not None and loaded_key is not None, f"not a P-256 CA: {directory}"
+        self.cert: x509.Certificate = loaded_cert
+        self.key: ec.EllipticCurvePrivateKey = loaded_key
 
     def issue(self, directory: Path, name: str, common_name: str, *, organizations: tuple[str, ...] = (),
               hosts: tuple[str, ...] = ()) -> tuple[Path, Path]:
@@ -73,9 +57,8 @@ class Authority:
         cert = builder.sign(self.key, hashes.SHA256())
         directory.mkdir(parents=True, exist_ok=True)
         cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
-        key_path.write_bytes(_key_pem(key))
-        key_path.chmod(0o600)
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        certs.write_atomically(key_path, certs.private_pem(key), 0o600)
+        certs.write_atomically(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
         return cert_path, key_path
 
 
@@ -90,8 +73,8 @@ def signing_key_pair(directory: Path) -> tuple[Path, Path]:
     """The service-account token signing key (sa.key) and its public half (sa.pub)."""
     key = ec.generate_private_key(ec.SECP256R1())
     private, public = directory / "sa.key", directory / "sa.pub"
-    private.write_bytes(_key_pem(key))
-    private.chmod(0o600)
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    certs.write_atomically(private, certs.private_pem(key), 0o600)
+    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    certs.write_atomically(public, public_pem, 0o644)
     return private, public

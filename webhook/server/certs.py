@@ -57,13 +57,13 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
     paths = CertPaths.under(directory)
     paths.ca.parent.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
-    ca_cert, ca_key = _load_ca(Path(ca_dir)) if ca_dir and (Path(ca_dir) / CA_KEY_FILE).is_file() else (None, None)
+    ca_cert, ca_key = load_ca(Path(ca_dir)) if ca_dir and (Path(ca_dir) / CA_KEY_FILE).is_file() else (None, None)
     if ca_cert is None or ca_key is None:
-        ca_cert, ca_key = _new_ca(f"vgate CA for {service}.{namespace}", now, max(days, 3650 if ca_dir else days))
+        ca_cert, ca_key = new_ca(f"vgate CA for {service}.{namespace}", now, max(days, 3650 if ca_dir else days))
         if ca_dir:
             Path(ca_dir).mkdir(parents=True, exist_ok=True)
             write_atomically(Path(ca_dir) / CA_FILE, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-            write_atomically(Path(ca_dir) / CA_KEY_FILE, _private_pem(ca_key), 0o600)
+            write_atomically(Path(ca_dir) / CA_KEY_FILE, private_pem(ca_key), 0o600)
     server_key = ec.generate_private_key(ec.SECP256R1())
     names = service_names(service, namespace)
     server_cert = (
@@ -87,11 +87,12 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
     )
     write_atomically(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     write_atomically(paths.cert, server_cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    write_atomically(paths.key, _private_pem(server_key), 0o600)
+    write_atomically(paths.key, private_pem(server_key), 0o600)
     return paths
 
 
-def _new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed CA (P-256) valid for ``days`` from ``now``: vgate's own, and the e2e control plane's."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
@@ -111,13 +112,14 @@ def _new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.C
     return cert, key
 
 
-def _load_ca(ca_dir: Path) -> tuple[x509.Certificate | None, ec.EllipticCurvePrivateKey | None]:
+def load_ca(ca_dir: Path) -> tuple[x509.Certificate | None, ec.EllipticCurvePrivateKey | None]:
+    """The CA kept in ``ca_dir`` (ca.crt, ca.key); (None, None) if its key is not a P-256 one."""
     cert = x509.load_pem_x509_certificate((ca_dir / CA_FILE).read_bytes())
     key = serialization.load_pem_private_key((ca_dir / CA_KEY_FILE).read_bytes(), password=None)
     return (cert, key) if isinstance(key, ec.EllipticCurvePrivateKey) else (None, None)
 
 
-def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
