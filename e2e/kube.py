@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from e2e import build, cluster
+from e2e import build, cluster, records
 from e2e.waiting import eventually
 
 
@@ -69,12 +69,9 @@ class Kube:
         return name
 
 
-def decisions(audit_dir: Path = cluster.RUN / "vgate" / "audit") -> list[dict[str, Any]]:
-    """vgate's decision records in the order decided (each worker appends a segment of its own)."""
-    records = []
-    for segment in sorted(audit_dir.glob("*.jsonl")):
-        records += [json.loads(line) for line in segment.read_text().splitlines() if line.strip()]
-    return sorted(records, key=lambda record: record["time"])
+def decisions() -> list[dict[str, Any]]:
+    """The e2e vgate's decision records, in the order decided."""
+    return records.decisions(cluster.VGATE_DIR / "audit")
 
 
 def decisions_for(namespace: str, name: str | None = None, endpoint: str | None = None) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ import kubernetes_validate
 import requests
 import yaml
 
+from e2e import records
 from e2e.waiting import eventually  # noqa: F401 (tests import it from here)
 from webhook.core.config import DEFAULT_CONFIG_PATH
 from webhook.offline.admit import review_for
@@ -166,21 +167,18 @@ class Server:
 
     def decisions(self) -> list[dict[str, Any]]:
         """Every record, in the order they were decided (each worker writes a segment of its own)."""
-        records = []
-        for segment in sorted(self.audit_dir.glob("*.jsonl")):
-            records += [json.loads(line) for line in segment.read_text().splitlines()]
-        return sorted(records, key=lambda record: record["time"])
+        return records.decisions(self.audit_dir)
 
     def decisions_tolerant(self) -> list[dict[str, Any]]:
         """Every whole record, skipping a torn last line a crash may leave."""
-        records = []
+        whole = []
         for segment in sorted(self.audit_dir.glob("*.jsonl")):
             for line in segment.read_text().splitlines():
                 try:
-                    records.append(json.loads(line))
+                    whole.append(json.loads(line))
                 except json.JSONDecodeError:
                     pass
-        return records
+        return whole
 
     def stop(self) -> None:
         self.session.close()  # idle keep-alive connections would hold gunicorn's graceful stop
