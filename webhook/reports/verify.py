@@ -97,11 +97,7 @@ def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Findi
         elif sha256_file(target) != digest:
             findings.append(Finding(str(target), None,
                                     f"checksum does not match SHA256SUMS line {number}: the file was changed"))
-    try:
-        report = orjson.loads((directory / "report.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None  # already reported as a checksum problem
-    return report if isinstance(report, dict) else None
+    return _report_of(directory)  # None: already reported as a checksum problem
 
 
 def _in_its_place(report: dict[str, Any] | None, field: str, place: str, directory: Path,
@@ -129,7 +125,7 @@ def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
     unnamed = {digest_of(v): v for v in sorted((directory / SUPERSEDED).glob("*")) if (v / SUMS).is_file()}
     current: Path | None = directory
     while current is not None:
-        named = (_report_of(current).get("reissue") or {}).get("supersedes")
+        named = ((_report_of(current) or {}).get("reissue") or {}).get("supersedes")
         if not named:
             break
         current = unnamed.pop(named, None)
@@ -143,12 +139,13 @@ def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
     return accepted, problems
 
 
-def _report_of(version: Path) -> dict[str, Any]:
+def _report_of(version: Path) -> dict[str, Any] | None:
+    """A version's report.json, or None when it is missing or not a JSON object."""
     try:
         report = orjson.loads((version / "report.json").read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return {}
-    return report if isinstance(report, dict) else {}
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> list[Finding]:
