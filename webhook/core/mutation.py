@@ -89,8 +89,7 @@ def mutate(request: AdmissionRequest, config: Config) -> Mutation:
         # A priorityClassName it adds brings its priority along: the Priority plugin already set the
         # integer from no class (0), and the API server refuses a class and a priority that disagree.
         patch = diff_managed(original, mutated, fields)
-        adds_class = {"op": "add", "path": "/spec/priorityClassName"} in [
-            {"op": op["op"], "path": op["path"]} for op in patch]
+        adds_class = any(op["op"] == "add" and op["path"] == "/spec/priorityClassName" for op in patch)
         result.patch = [op for op in patch if op["op"] == "add" or op["path"] in _QUEUE_PATHS
                         or (adds_class and op["path"] == "/spec/priority")]
         return result

@@ -66,7 +66,7 @@ class Verdict:
             **({"chain": [{"step": s.name, "source": s.source, "patch": s.patch} for s in delivery.steps],
                 "refused": delivery.refused, "delivered": delivery.delivered} if delivery else {}),
             # The object validation judged: with the chain, what the model predicts the API server
-            # sends vgate's /validate (tests/e2e/test_chain_model.py holds it to the real one).
+            # sends vgate's /validate (tests/e2e/test_corpus_and_chain_model.py holds it to the real one).
             "object": self.result.mutated,
         }
 

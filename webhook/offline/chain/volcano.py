@@ -45,19 +45,17 @@ def mutate_job(job: dict[str, Any]) -> None:
     if not spec.get("maxRetry"):
         spec["maxRetry"] = 3
     tasks = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
-    patched = False
+    patched = False  # set by each default, as mutateSpec's own flag is
     for index, task in enumerate(tasks):
-        before = copy.deepcopy(task)
         if not task.get("name"):
-            task["name"] = f"default{index}"
+            task["name"], patched = f"default{index}", True
         pod_spec = (task.get("template") or {}).get("spec") or {}
         if pod_spec.get("hostNetwork") is True and not pod_spec.get("dnsPolicy"):
-            pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+            pod_spec["dnsPolicy"], patched = "ClusterFirstWithHostNet", True
         if task.get("minAvailable") is None:
-            task["minAvailable"] = task.get("replicas", 0)
+            task["minAvailable"], patched = task.get("replicas", 0), True
         if not task.get("maxRetry"):
-            task["maxRetry"] = 3
-        patched = patched or task != before
+            task["maxRetry"], patched = 3, True
     if patched:  # mutateSpec replaces /spec/tasks with every task as its Go types serialize it
         for task in tasks:
             _as_go_serializes(task)
