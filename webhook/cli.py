@@ -18,6 +18,7 @@ import click
 from .audit.verify import Finding
 from .core import hours
 from .core.errors import SourceError
+from .reports.anchor import Anchor
 from .server.certs import CertPaths, ca_bundle, expires_at, write_certs
 
 log = logging.getLogger("vgate")
@@ -241,7 +242,8 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
 @main.command()
 @click.option("--hour", "hour_text", help="The closed UTC hour to report, e.g. 2026-12-02T10.")
 @click.option("--catch-up", is_flag=True,
-              help="Write every missing closed hour of the last day, then prune (the report writer's CronJob).")
+              help="Write every missing closed hour of the last day, then prune (the report writer's CronJob); "
+                   "exit 1 if any hour is refused (one the anchor says was signed and is gone).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
               help="Policies whose METADATA maps rules to severities and MLPS controls.")
@@ -252,15 +254,16 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
            reason: str | None, new_key: bool) -> None:
     """Write the signed compliance report of one closed hour under reports/YYYY/MM/DD/HH/.
 
-    Exit 0 written, 1 refused (the hour is signed already, another writer published it, no key),
-    2 bad usage (an hour not closed yet, or in the future).
+    Exit 0 written, 1 refused (the hour is signed already, or the anchor says it was and it is gone,
+    another writer holds the lock, no key), 2 bad usage (an hour not closed yet, or in the future).
     """
     from .core.config import load_config
     from .core.hours import from_label as parse_hour
+    from .reports.anchor import anchor_of
     from .reports.build import build_report
     from .reports.closed_hours import NotReportable
     from .reports.keys import ensure_key, public_key_path
-    from .reports.schedule import ReportScheduler
+    from .reports.schedule import ReportScheduler, writer_lock
 
     if (hour_text is None) == (not catch_up) or (catch_up and reissue):
         raise click.UsageError("give --hour HOUR, or --catch-up alone")
@@ -276,17 +279,24 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     if not key.is_file():
         raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
     if catch_up:
-        written = ReportScheduler(lambda: document, lambda: Path(policy_dir)).tick(datetime.now(timezone.utc))
+        scheduler = ReportScheduler(lambda: document, lambda: Path(policy_dir))
+        written = scheduler.tick(datetime.now(timezone.utc))
         click.echo("\n".join(str(out) for out in written) or "every closed hour of the last day has its report")
-        return
+        for refusal in scheduler.refused:
+            click.echo(f"Error: {refusal}", err=True)
+        sys.exit(1 if scheduler.refused else 0)
     try:
         hour = parse_hour(str(hour_text))
     except ValueError:
         raise click.BadParameter(f"{hour_text!r} is not an hour like 2026-12-02T10", param_hint="--hour") from None
     try:
-        out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key,
-                           now=datetime.now(timezone.utc), reissue_reason=reason,
-                           language=document["reports"]["language"])
+        with writer_lock(Path(document["reports"]["dir"])) as held:
+            if not held:
+                raise NotReportable(f"another writer holds {document['reports']['dir']}/.writer.lock: one writer "
+                                    "signs at a time; try again when it is done", usage=False)
+            out = build_report(hour, document["audit"]["dir"], document["reports"]["dir"], policy_dir, key,
+                               now=datetime.now(timezone.utc), reissue_reason=reason,
+                               language=document["reports"]["language"], anchor=anchor_of(document))
     except NotReportable as refusal:
         click.echo(f"Error: {refusal}", err=True)
         sys.exit(2 if refusal.usage else 1)
@@ -321,10 +331,14 @@ def _hour(value: str | None) -> str | None:
               help="Reports directory. Default: reports.dir of the config.")
 @click.option("--pubkey", type=click.Path(dir_okay=False),
               help="The report public key you hold. Without it, the key beside the reports is trusted (and said so).")
+@click.option("--anchor", "anchor_path", type=click.Path(dir_okay=False),
+              help="The report writer's anchor file (a copy exported from where only the writer writes). "
+                   "Default: reports.anchorFile of the config.")
 def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
-                 reports: str | None, pubkey: str | None) -> None:
-    """Check the decision log's hash chains, and every report: checksums, signature, the log it
-    signed, its link to the previous hour, and that every closed hour has one.
+                 reports: str | None, pubkey: str | None, anchor_path: str | None) -> None:
+    """Check the decision log's hash chains, and every report: checksums, signature, its place, the
+    log it signed, its link to the report before it, that every closed hour has one, and that every
+    report the anchor records is still there as signed.
 
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
@@ -342,13 +356,17 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     directory = directory or document["audit"]["dir"]
     if not Path(directory).is_dir():
         raise click.ClickException(f"{directory}: no decision log directory")
+    if anchor_path is not None and not Path(anchor_path).is_file():
+        raise click.ClickException(f"{anchor_path}: no anchor file there")
+    anchor_path = anchor_path or document["reports"].get("anchorFile")
     good, findings = verify_segments(directory, _hour(first), _hour(last))
-    findings = _acknowledge_sealed(findings, pubkey or public_key_path(document["reports"]["key"]))
     reports_dir = Path(reports or document["reports"]["dir"])
     public_key = Path(pubkey) if pubkey else public_key_path(document["reports"]["key"])
     until = parse_hour(last) if last else last_closed_hour(datetime.now(timezone.utc))
     if reports_expected(reports_dir, directory, until) or pubkey:
-        findings += _verify_reports(reports_dir, public_key, bool(pubkey), first, last, directory, until)
+        findings += _verify_reports(reports_dir, public_key, bool(pubkey), first, last, directory, until,
+                                    Anchor(anchor_path) if anchor_path else None)
+    findings = _acknowledge_sealed(findings, public_key)
     for finding in findings:
         click.echo(str(finding))
     click.echo(f"{good} records verified, {len(findings)} problems")
@@ -364,7 +382,7 @@ def _acknowledge_sealed(findings: list[Finding], public_key: str | Path) -> list
         return findings
     key, problems = load_public_key(public_key), []
     for finding in findings:
-        seal = acknowledged(Path(finding.file), key) if "torn last record" in finding.problem else None
+        seal = acknowledged(Path(finding.file), key) if "torn" in finding.problem else None
         if seal is None:
             problems.append(finding)
         else:
@@ -396,7 +414,7 @@ def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
 
 
 def _verify_reports(reports_dir: Path, public_key: Path, given: bool, first: str | None, last: str | None,
-                    directory: str, until: datetime) -> list[Finding]:
+                    directory: str, until: datetime, anchor: Anchor | None) -> list[Finding]:
     """Check the reports against a public key: the one given (--pubkey), or the one beside them, said so."""
     from .core.hours import from_label as parse_hour
     from .reports.keys import load_public_key
@@ -410,8 +428,13 @@ def _verify_reports(reports_dir: Path, public_key: Path, given: bool, first: str
         raise click.ClickException(f"{public_key}: {error}") from None
     trust = "the key you gave" if given else "the key beside the reports, trusted: pass --pubkey with the key you hold"
     click.echo(f"report key {public_key} {key_id} ({trust})")
+    if anchor is None:
+        click.echo("no anchor (reports.anchorFile is null): reports deleted or rolled back together with their "
+                   "log cannot be found")
+    else:
+        click.echo(f"anchor {anchor.path}")
     return verify_reports(reports_dir, public_key, parse_hour(first) if first else None,
-                          parse_hour(last) if last else None, audit_dir=directory, until=until)
+                          parse_hour(last) if last else None, audit_dir=directory, until=until, anchor=anchor)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import pytest
 
 from webhook.audit.log import GENESIS
 from webhook.audit.verify import verify_segments
+from webhook.reports.anchor import Anchor
 from webhook.reports.build import build_report, hour_directory
 from webhook.reports.closed_hours import NotReportable
 from webhook.reports.keys import ensure_key, public_key_path
@@ -51,15 +52,26 @@ def write_segment(audit: Path, writer: str, lines: list[bytes]) -> Path:
 
 @pytest.fixture
 def reported(tmp_path):
-    """Two writers' segments of HOUR, reported and signed; the hours around it reported too."""
+    """Two writers' segments of HOUR, reported and signed (and anchored); the hours around it too."""
     audit, reports, key = tmp_path / "audit", tmp_path / "reports", tmp_path / "keys" / "r.key"
     audit.mkdir()
     ensure_key(key)
     write_segment(audit, "replica-a-1", record_lines(40))
     write_segment(audit, "replica-b-7", record_lines(12, writer="replica-b-7"))
     for hour in (HOUR - timedelta(hours=1), HOUR, HOUR + timedelta(hours=1)):
-        build_report(hour, audit, reports, POLICIES, key)
+        build_report(hour, audit, reports, POLICIES, key, anchor=Anchor(anchor_file(tmp_path)))
     return audit, reports, key
+
+
+def anchor_file(tmp_path: Path) -> Path:
+    return tmp_path / "writer" / "anchor.jsonl"
+
+
+def config_file(tmp_path: Path, audit: Path, reports: Path, key: Path) -> Path:
+    config = tmp_path / "vgate.yaml"
+    config.write_text(f"audit: {{dir: {audit}}}\nreports: {{dir: {reports}, key: {key}, "
+                      f"anchorFile: {anchor_file(tmp_path)}}}\n")
+    return config
 
 
 def problems(audit: Path, reports: Path, key: Path, until: datetime | None = HOUR + timedelta(hours=1)) -> list[str]:
@@ -150,8 +162,7 @@ def test_open_and_future_hours_are_refused_and_a_signed_hour_is_never_rewritten(
         assert refused.value.usage
     with pytest.raises(NotReportable, match="exists .* never rewritten: write a new version with --reissue"):
         build_report(HOUR, audit, reports, POLICIES, key)
-    config = tmp_path / "vgate.yaml"
-    config.write_text(f"audit: {{dir: {audit}}}\nreports: {{dir: {reports}, key: {key}}}\n")
+    config = config_file(tmp_path, audit, reports, key)
     future = subprocess.run(
         [*VGATE, "report", "--hour", "2030-01-01T00", "--config", str(config)],
         capture_output=True,
@@ -232,8 +243,7 @@ def test_a_writer_killed_in_the_middle_of_publication_leaves_no_partial_hour(rep
 
 def test_verify_names_the_key_it_trusted(reported, tmp_path):
     audit, reports, key = reported
-    config = tmp_path / "vgate.yaml"
-    config.write_text(f"audit: {{dir: {audit}}}\nreports: {{dir: {reports}, key: {key}}}\n")
+    config = config_file(tmp_path, audit, reports, key)
     beside = subprocess.run(
         [*VGATE, "audit", "verify", "--config", str(config), "--to", f"{HOUR + timedelta(hours=1):%Y-%m-%dT%H}"],
         capture_output=True,
@@ -363,6 +373,7 @@ def test_a_report_says_what_auditors_ask_for(tmp_path):
             ]
         ),
     )
+    build_report(HOUR - timedelta(hours=2), tmp_path / "no-log", reports, POLICIES, key)
     out = build_report(HOUR, audit, reports, POLICIES, key)
     report = json.loads((out / "report.json").read_text())
     rows = [line.split(",")[3] for line in (out / "report.csv").read_text().splitlines()[1:]]
@@ -391,7 +402,7 @@ def test_a_report_says_what_auditors_ask_for(tmp_path):
     assert used["rules"] == {"network-no-external": 1} and [u["uid"] for u in used["uses"]] == ["a-excepted"]
     html = (out / "report.html").read_text()
     assert "OPA at http://opa:8181 did not answer within 2.0s" in html and "packet capture for INC-42" in html
-    assert "1 integrity finding:" in html and "1 finding<" in html and "1 findings" not in html  # no predecessor
+    assert "1 integrity finding:" in html and "1 finding<" in html and "1 findings" not in html  # an hour skipped
 
 
 def test_a_daily_report_sums_and_binds_its_24_hours(tmp_path):
@@ -429,8 +440,7 @@ def test_bad_report_requests_get_one_line_and_write_nothing(tmp_path):
     ensure_key(key)
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the reports directory should be")
-    config = tmp_path / "vgate.yaml"
-    config.write_text(f"audit: {{dir: {tmp_path / 'audit'}}}\nreports: {{dir: {blocked / 'reports'}, key: {key}}}\n")
+    config = config_file(tmp_path, tmp_path / "audit", blocked / "reports", key)
     base = [*VGATE, "report", "--config", str(config), "--policies", str(POLICIES)]
     garbled = subprocess.run([*base, "--hour", "yesterday"], capture_output=True, text=True, timeout=60)
     assert garbled.returncode == 2 and "is not an hour like 2026-12-02T10" in garbled.stderr

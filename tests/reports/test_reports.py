@@ -54,7 +54,8 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     in_hour = [r for r in records if r["time"].startswith(hour.strftime("%Y-%m-%dT%H"))]
     config = tmp_path / "vgate.yaml"
     document = yaml.safe_load(server.config_path.read_text())
-    document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")}
+    document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"),
+                           "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
     config.write_text(yaml.safe_dump(document))
     early = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--new-key")
     assert early.returncode == 2 and "has not closed yet" in early.stderr  # the hour is still open now
@@ -90,7 +91,9 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     for line in (out / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split("  ")
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
-    verified = vgate("audit", "verify", "--config", str(config), "--from", hour.strftime("%Y-%m-%dT%H"))
+    verified = vgate("audit", "verify", "--config", str(config), "--from", hour.strftime("%Y-%m-%dT%H"),
+                     "--to", hour.strftime("%Y-%m-%dT%H"),
+                     later="+2 hours")  # the hour it reported had closed by then
     assert verified.returncode == 0, verified.stdout
 
 
@@ -100,8 +103,11 @@ def test_an_hour_without_traffic_still_gets_a_report(tmp_path, setup):
     report = json.loads((out / "report.json").read_text())
     assert report["traffic"] is False and report["summary"] == "no admission requests reached vgate in this hour"
     assert report["denials"] == [] and report["totals"]["decisions"] == 0
-    assert not report["integrity"]["ok"]  # and says there is no predecessor, rather than hiding it
-    assert "no report for the previous hour" in report["integrity"]["findings"][0]
+    assert report["genesis"] is True and report["previousReport"] is None  # the first report, and says so
+    later = build_report(current_hour() - timedelta(hours=27), tmp_path / "no-audit", reports, POLICIES, key)
+    skipping = json.loads((later / "report.json").read_text())  # vgate was down for two hours in between
+    assert skipping["genesis"] is False and skipping["previousReport"]["hour"] == report["hour"]
+    assert "no report for the hours after" in skipping["integrity"]["findings"][0]
 
 
 def chain(tmp_path, setup, hours: int = 3) -> tuple[Path, Path, list[datetime]]:
@@ -169,7 +175,9 @@ def test_a_signed_report_copied_into_another_hour_is_found(tmp_path, setup):
     shutil.copytree(first, newest)
     problems = [str(f) for f in verify_reports(reports, public_key_path(key))]
     assert problems == [f"{newest}/report.json: the report of hour {hours[0]:%Y-%m-%dT%H} sits in the directory of "
-                        f"{hours[2]:%Y-%m-%dT%H}: it was copied or moved there"], problems
+                        f"{hours[2]:%Y-%m-%dT%H}: it was copied or moved there",
+                        f"{newest}/report.json: it links no earlier report and there are older reports (a first "
+                        "report put in a later place?)"], problems
 
 
 def test_two_replicas_sharing_volumes_get_one_merged_report(tmp_path, setup, start_server):

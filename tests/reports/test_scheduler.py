@@ -1,8 +1,8 @@
-"""The in-server report scheduler: one report per hour across replicas, and safe pruning."""
+"""The report scheduler: one writer at a time, every hour from the first vgate ran, chained; safe pruning."""
 
 from __future__ import annotations
 
-import os
+import json
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -11,7 +11,7 @@ from pathlib import Path
 from webhook.core.config import load_config
 from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
-from webhook.reports.schedule import LOOKBACK_HOURS, ReportScheduler, lock_path, prune
+from webhook.reports.schedule import FIRST_HOUR, LOOKBACK_HOURS, ReportScheduler, prune, writer_lock
 
 from helpers import POLICIES
 
@@ -21,13 +21,34 @@ def settings(tmp_path: Path) -> dict:
     return {
         **document,
         "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
-        "reports": {**document["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key")},
+        "reports": {**document["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"),
+                    "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")},
     }
 
 
-def test_racing_replicas_write_each_hour_once(tmp_path):
+def ran_since(document: dict, hour: datetime) -> None:
+    """vgate first ran in ``hour``: the record the first writer leaves (reports start there)."""
+    reports = Path(document["reports"]["dir"])
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / FIRST_HOUR).write_text(f"{hour:%Y-%m-%dT%H}\n")
+
+
+def linked_hours(reports: Path) -> dict[str, str | None]:
+    """Each hourly report's hour -> the hour its previousReport names."""
+    found = {}
+    for path in reports.glob("*/*/*/*/report.json"):
+        if path.parent.name != "daily":
+            report = json.loads(path.read_text())
+            found[report["hour"]] = (report["previousReport"] or {}).get("hour")
+    return found
+
+
+def test_racing_replicas_write_each_hour_once_and_chain_every_hour(tmp_path):
+    """Three writers start together on a fresh volume: one holds the lock and writes the hours in
+    order, so each links the hour before it (racing per-hour locks left most hours unlinked)."""
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    ran_since(document, now - timedelta(days=3))
     results: list[list[Path]] = []
     replicas = [ReportScheduler(lambda: document, lambda: POLICIES) for _ in range(3)]
     threads = [threading.Thread(target=lambda s=s: results.append(s.tick(now))) for s in replicas]
@@ -38,47 +59,54 @@ def test_racing_replicas_write_each_hour_once(tmp_path):
     written = [path for result in results for path in result]
     assert len(written) == len(set(written)) == LOOKBACK_HOURS + 1  # and yesterday's daily report, once
     assert hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc)) in written
-    assert not list((tmp_path / "reports").rglob(".*.lock"))
+    links = linked_hours(tmp_path / "reports")
+    hours = sorted(links)
+    assert links[hours[0]] is None  # the first one the window holds: the genesis
+    assert all(links[later] == earlier for earlier, later in zip(hours, hours[1:], strict=False)), links
     assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []  # nothing left to write
 
 
-def test_an_hour_written_between_the_look_and_the_lock_is_not_written_again(tmp_path, monkeypatch):
-    """Another replica finishes an hour (and drops its lock) after this one saw no report there."""
-    from webhook.reports.build import build_report
-
+def test_a_writer_holding_the_lock_keeps_the_others_out(tmp_path):
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
-    raced = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
-    take_lock = ReportScheduler._lock
+    ran_since(document, now - timedelta(hours=3))
+    with writer_lock(tmp_path / "reports") as held:
+        assert held
+        assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []
+    assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now)) == 3
 
-    def other_replica_first(lock: Path) -> bool:
-        if lock == lock_path(raced):
-            ensure_key(Path(document["reports"]["key"]))
-            build_report(
-                datetime(2026, 12, 2, 11, tzinfo=timezone.utc),
-                Path(document["audit"]["dir"]),
-                tmp_path / "reports",
-                POLICIES,
-                Path(document["reports"]["key"]),
-            )
-        return take_lock(lock)
 
-    monkeypatch.setattr(ReportScheduler, "_lock", staticmethod(other_replica_first))
+def test_planted_symlinks_and_a_dead_owners_lock_do_not_stop_the_writer(tmp_path):
+    """Dangling symlinks at the lock's name (and at the per-hour names writers once used), and a lock
+    file a dead writer left: the writer still writes every hour, and follows no symlink."""
+    document = settings(tmp_path)
+    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    ran_since(document, now - timedelta(hours=3))
+    reports = tmp_path / "reports"
+    target = tmp_path / "elsewhere" / "not-a-lock"
+    (reports / ".writer.lock").symlink_to(target)
+    for back in (2, 3):
+        hour = datetime(2026, 12, 2, 12 - back, tzinfo=timezone.utc)
+        directory = hour_directory(reports, hour)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        (directory.parent / f".{directory.name}.lock").symlink_to(target)
     written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
-    assert raced not in written and len([p for p in written if p.name != "daily"]) == LOOKBACK_HOURS - 1
-    assert not lock_path(raced).exists()
+    assert len(written) == 3 and not target.exists()
+    assert (reports / ".writer.lock").is_file() and not (reports / ".writer.lock").is_symlink()
+    (reports / ".writer.lock").write_text("dead-replica 1 2026-12-02T09:00:00+00:00\n")  # its owner died
+    assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now + timedelta(hours=1))) == 1
 
 
-def test_a_stale_lock_is_taken_over(tmp_path):
+def test_reports_begin_with_the_first_hour_vgate_ran(tmp_path):
+    """A first start signs no hour before it: the first report is the hour it started, the genesis."""
     document = settings(tmp_path)
-    now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
-    directory = hour_directory(tmp_path / "reports", datetime(2026, 12, 2, 11, tzinfo=timezone.utc))
-    directory.mkdir(parents=True)
-    lock_path(directory).parent.mkdir(parents=True, exist_ok=True)
-    lock_path(directory).write_text("dead-replica 1\n")
-    old = time.time() - 3600
-    os.utime(lock_path(directory), (old, old))
-    assert directory in ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+    started = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    assert ReportScheduler(lambda: document, lambda: POLICIES).tick(started) == []
+    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(started + timedelta(hours=3))
+    assert [p.relative_to(tmp_path / "reports").as_posix() for p in written] == ["2026/12/02/12", "2026/12/02/13",
+                                                                             "2026/12/02/14"]
+    first = json.loads((written[0] / "report.json").read_text())
+    assert first["genesis"] is True and first["previousReport"] is None and first["integrity"]["ok"]
 
 
 def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
@@ -86,7 +114,7 @@ def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
     audit, reports, key = tmp_path / "audit", tmp_path / "reports", Path(document["reports"]["key"])
     ensure_key(key)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
-    old_hours = [now - timedelta(days=200, hours=n) for n in (1, 2, 3)]
+    old_hours = [now - timedelta(days=200, hours=n) for n in (3, 2, 1)]
     audit.mkdir()
     for hour in old_hours:
         (audit / f"decisions-r-1-{hour:%Y%m%dT%H}.jsonl").write_text("")
@@ -98,7 +126,7 @@ def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
         build_report(hour.replace(minute=0), audit, reports, POLICIES, key)
     tampered = hour_directory(reports, old_hours[1].replace(minute=0)) / "report.csv"
     tampered.write_text("edited\n")
-    removed = prune(audit, reports, 180, public_key_path(key), now)
+    removed = prune(audit, reports, 180, key, now)
     assert [p.name for p in removed] == [f"decisions-r-1-{old_hours[0]:%Y%m%dT%H}.jsonl"]
     remaining = sorted(p.name for p in audit.iterdir())
     assert f"decisions-r-1-{old_hours[1]:%Y%m%dT%H}.jsonl" in remaining  # its report no longer verifies
@@ -106,7 +134,10 @@ def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
     assert recent.name in remaining
 
 
-def test_a_running_server_reports_the_previous_hour(start_server):
+def test_a_running_server_reports_the_previous_hour(start_server, tmp_path):
+    (tmp_path / "s0" / "reports").mkdir(parents=True)  # vgate first ran two hours ago
+    started = datetime.now(timezone.utc) - timedelta(hours=2)
+    (tmp_path / "s0" / "reports" / FIRST_HOUR).write_text(f"{started:%Y-%m-%dT%H}")
     server = start_server(workers=1, hourly_reports=True)
     previous = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     if datetime.now(timezone.utc).minute == 0:
@@ -130,11 +161,15 @@ def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):
     config = tmp_path / "vgate.yaml"
     key = tmp_path / "keys" / "r.key"
     config.write_text(yaml.safe_dump({"audit": {"dir": str(tmp_path / "audit")},
-                                      "reports": {"dir": str(tmp_path / "reports"), "key": str(key)}}))
+                                      "reports": {"dir": str(tmp_path / "reports"), "key": str(key),
+                                                  "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}}))
     run = [*VGATE, "report", "--catch-up", "--config", str(config), "--policies", str(POLICIES)]
     missing = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "no report key" in missing.stderr  # nothing written without the key
     assert not (tmp_path / "reports").exists()
+    (tmp_path / "reports").mkdir()
+    started = datetime.now(timezone.utc) - timedelta(days=2)
+    (tmp_path / "reports" / FIRST_HOUR).write_text(f"{started:%Y-%m-%dT%H}\n")
     first = subprocess.run([*run, "--new-key"], capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert len([line for line in first.stdout.split() if not line.endswith("/daily")]) == LOOKBACK_HOURS
@@ -146,6 +181,7 @@ def test_published_reports_are_readable_by_the_writer_and_its_group_only(tmp_pat
     """The CSV names every user, namespace and object: hourly and daily reports are 0640 in 0750 directories."""
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
+    ran_since(document, now - timedelta(days=1))
     written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
     daily = [path for path in written if path.name == "daily"]
     assert daily and len(written) > 1
@@ -162,6 +198,7 @@ def test_daily_reports_sit_in_their_own_day(tmp_path):
     from webhook.reports.verify import verify_reports
 
     document = settings(tmp_path)
+    ran_since(document, datetime(2026, 12, 2, 1, tzinfo=timezone.utc))
     written = ReportScheduler(lambda: document, lambda: POLICIES).tick(datetime(2026, 12, 3, 0, 5, tzinfo=timezone.utc))
     daily = sorted(path for path in written if path.name == "daily")
     key = public_key_path(document["reports"]["key"])

@@ -4,8 +4,11 @@ For one closed hour the decision log segments of every writer are streamed once 
 memory: counters, plus denials spooled to a temporary file) into ``reports/YYYY/MM/DD/HH/``:
 ``report.json``, ``report.csv``, ``report.html``, an openreports.io ClusterReport and a
 wgpolicyk8s.io ClusterPolicyReport, ``SHA256SUMS`` and ``SHA256SUMS.sig`` (Ed25519). Each
-report records the digest of the previous hour's ``SHA256SUMS``, so the reports form a chain.
-Missing segments, broken chains and a missing predecessor are findings in the report.
+report records the digest of the newest signed report before it (``history.predecessor``), so
+the reports form one chain from the genesis, the first report, which says it is one. Missing
+segments, broken chains and hours skipped by the link are findings in the report. With an anchor
+(``anchor.py``) the writer records each report there before publishing it, and refuses to sign
+again an hour it anchored.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from typing import Any, TextIO
 import orjson
 import yaml
 
+from ..audit.log import SEGMENT
 from ..audit.verify import Finding, segments, verify_segments
 from ..core import hours
 from ..policy.sources import RuleInfo, rule_catalogue
+from .anchor import Anchor
 from .closed_hours import NotReportable, check_reportable
+from .history import hour_directory, predecessor, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
@@ -69,13 +75,9 @@ class HourTotals:
     errors: int = 0
 
 
-def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
-    return Path(reports_dir) / hours.path(hour)
-
-
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
                  key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None,
-                 language: str = "both") -> Path:
+                 language: str = "both", anchor: Anchor | None = None) -> Path:
     """Write and publish the report of ``hour``; return its directory.
 
     Only a closed hour, and only once: NotReportable otherwise (``closed_hours``). The report is
@@ -83,16 +85,36 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     never leaves a partial hour visible (``vgate audit verify`` reports the staging left behind).
     With ``reissue_reason`` a signed hour gets a new version; the old one moves, unchanged, to
     ``superseded/<n>/`` and the new one records the reason and the digest it supersedes.
+    With ``anchor``, an hour the anchor records as signed is never signed again once it is gone
+    from the volume (NotReportable), and each new report is anchored before it is published.
     """
     out = hour_directory(reports_dir, hour)
     check_reportable(hour, now or datetime.now(timezone.utc), out, reissue=reissue_reason is not None)
+    if anchor is not None:
+        anchor.refuse_gone("hour", hours.label(hour), out)
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
     with staging_directory(reports_dir, hours.tag(hour)) as staging:
         document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
-                                language)
+                                language, anchor)
         sign_files(staging, FILES, signing_key)
-        publish(staging, out, superseding=document.get("reissue") is not None)
+        if anchor is not None:
+            anchor.append(_anchor_entry(document, digest_of(staging)), signing_key)
+        try:
+            publish(staging, out, superseding=document.get("reissue") is not None)
+        except NotReportable:
+            if anchor is not None:
+                anchor.append({"kind": "withdrawn", "hour": document["hour"],
+                               "sha256sumsDigest": digest_of(staging)}, signing_key)
+            raise
     return out
+
+
+def _anchor_entry(document: dict[str, Any], digest: str) -> dict[str, Any]:
+    """What the anchor keeps of an hour's report: enough to find it deleted, replaced or rolled back."""
+    writers = sorted({match["writer"] for match in (SEGMENT.match(s["file"]) for s in document["segments"]) if match})
+    return {"kind": "hour", "hour": document["hour"], "version": (document.get("reissue") or {}).get("version", 1),
+            "sha256sumsDigest": digest, "records": document["totals"]["decisions"], "writers": writers,
+            "genesis": document["genesis"]}
 
 
 @contextmanager
@@ -108,11 +130,11 @@ def staging_directory(reports_dir: str | Path, label: str) -> Iterator[Path]:
 
 
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 out: Path, reissue: dict[str, Any] | None, language: str) -> dict[str, Any]:
+                 out: Path, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None) -> dict[str, Any]:
     tag = hours.tag(hour)
     catalogue = rule_catalogue(policy_dir)
     _, integrity = verify_segments(audit_dir, tag, tag)
-    previous = _previous_report(reports_dir, hour, integrity)
+    previous = _previous_report(reports_dir, hour, integrity, anchor)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as denials, \
             tempfile.TemporaryFile("w+", encoding="utf-8") as errors, \
             open(out / "report.csv", "w", newline="", encoding="utf-8") as csv_file:
@@ -247,13 +269,27 @@ def _count(totals: HourTotals, record: dict[str, Any]) -> None:
                          "namespace": record.get("namespace") or "", "name": record.get("name") or ""})
 
 
-def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Finding]) -> dict[str, Any] | None:
+def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Finding],
+                     anchor: Anchor | None) -> dict[str, Any] | None:
+    """The link to the newest report before this hour; a finding for every hour it skips."""
+    previous = predecessor(reports_dir, hour, anchor)
+    first = next(iter(signed_hours(reports_dir)), None)
+    if previous is None and first is not None and first > hour and _is_genesis(hour_directory(reports_dir, first)):
+        raise NotReportable(f"hour {hours.label(hour)} is before the first report, the genesis "
+                            f"({hours.label(first)}): the chain begins there and does not begin again", usage=False)
     before = hour - timedelta(hours=1)
-    directory = hour_directory(reports_dir, before)
-    if not (directory / SUMS).is_file():
-        integrity.append(Finding(str(directory), None, f"no report for the previous hour {hours.label(before)}"))
-        return None
-    return {"hour": hours.label(before), "sha256sumsDigest": digest_of(directory)}
+    if previous is not None and previous["hour"] != hours.label(before):
+        integrity.append(Finding(str(hour_directory(reports_dir, before)), None,
+                                 f"no report for the hours after {previous['hour']} up to {hours.label(before)}: "
+                                 f"this report links the report of {previous['hour']}"))
+    return previous
+
+
+def _is_genesis(directory: Path) -> bool:
+    try:
+        return orjson.loads((directory / "report.json").read_bytes()).get("genesis") is True
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return False
 
 
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],
@@ -291,6 +327,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "perMinute": [dict(totals.per_minute.get(m, {})) for m in range(60)],
         "integrity": {"ok": not integrity, "findings": [str(f) for f in integrity]},
         "previousReport": previous,
+        "genesis": previous is None,
         "ruleResources": {k: v for k, v in totals.rule_resources.items()},
         "denialCount": totals.denials,
         "errorCount": totals.errors,

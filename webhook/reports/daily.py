@@ -4,7 +4,9 @@ Written once the day's last hour has closed, from the hourly ``report.json`` fil
 read once already, and each hour's figures are signed): totals, denials, errors and exceptions per
 rule and MLPS control over the day, and the SHA256SUMS digest of every hourly report it sums, so
 an hour replaced afterwards no longer matches. ``reports/YYYY/MM/DD/daily/`` holds ``report.json``,
-``SHA256SUMS`` and ``SHA256SUMS.sig``; like the hours, each day links the previous day's digest.
+``SHA256SUMS`` and ``SHA256SUMS.sig``; like the hours, each day links the newest daily report
+before it (``previousDay``), and only the first (``genesis``) links none. The first day starts
+at the genesis hour: hours before vgate ran are not missing.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import Any
 import orjson
 
 from ..core import hours
-from .build import hour_directory, publish, staging_directory
+from .anchor import Anchor
+from .build import publish, staging_directory
 from .closed_hours import NotReportable, last_closed_hour
+from .history import genesis_hour, hour_directory
 from .keys import load_private_key
 from .sums import SUMS, digest_of, sign_files
 
@@ -39,23 +43,53 @@ def day_closed(day: date, now: datetime) -> bool:
     return day_hours(day)[-1] <= last_closed_hour(now)
 
 
-def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: datetime) -> Path:
-    """Write the signed daily report of ``day``; NotReportable if it is not over, or written already."""
+def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: datetime,
+                anchor: Anchor | None = None) -> Path:
+    """Write the signed daily report of ``day``; NotReportable if it is not over, or written already
+    (or, by the anchor, written once and gone)."""
     out = daily_directory(reports_dir, day)
     if not day_closed(day, now):
         raise NotReportable(f"day {day} has not closed yet", usage=True)
     if (out / SUMS).exists():
         raise NotReportable(f"the daily report of {day} exists ({out}) and is never rewritten", usage=False)
+    if anchor is not None:
+        anchor.refuse_gone("day", day.isoformat(), out)
     signing_key = load_private_key(key_path)
     with staging_directory(reports_dir, f"{day:%Y%m%d}-daily") as staging:
-        document = summarise(day, reports_dir)
+        document = summarise(day, reports_dir, anchor)
         (staging / "report.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
         sign_files(staging, ("report.json",), signing_key)
+        if anchor is not None:
+            anchor.append({"kind": "day", "day": document["day"], "version": 1, "sha256sumsDigest": digest_of(staging),
+                           "hours": len(document["hourlyReports"]), "genesis": document["genesis"]}, signing_key)
         publish(staging, out)
     return out
 
 
-def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
+def reported_hours_of(day: date, reports_dir: str | Path, anchor: Anchor | None = None) -> list[datetime]:
+    """The hours of ``day`` that should have reports: all 24, from the genesis hour on."""
+    start = genesis_hour(reports_dir, anchor)
+    return [hour for hour in day_hours(day) if start is None or hour >= start]
+
+
+def previous_day(day: date, reports_dir: str | Path, anchor: Anchor | None) -> dict[str, Any] | None:
+    """The newest daily report before ``day``, on the volume or in the anchor; None: the first."""
+    on_disk = max((d for d in daily_days(reports_dir) if d < day), default=None)
+    anchored = anchor.latest_before("day", day.isoformat()) if anchor else None
+    if anchored and (on_disk is None or anchored.place >= on_disk.isoformat()):
+        return {"day": anchored.place, "sha256sumsDigest": anchored.digest}
+    if on_disk is not None:
+        return {"day": on_disk.isoformat(), "sha256sumsDigest": digest_of(daily_directory(reports_dir, on_disk))}
+    return None
+
+
+def daily_days(reports_dir: str | Path) -> list[date]:
+    """Days with a published daily report, oldest first."""
+    return sorted(datetime.strptime("/".join(p.parts[-5:-2]), "%Y/%m/%d").date()
+                  for p in Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}"))
+
+
+def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) -> dict[str, Any]:
     """The day's figures from its hourly reports, and each hour's digest (missing hours are findings)."""
     totals: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
@@ -63,7 +97,7 @@ def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
     controls: dict[str, dict[str, Any]] = {}
     exceptions: dict[str, Counter[str]] = defaultdict(Counter)
     hourly, findings = [], []
-    for hour in day_hours(day):
+    for hour in reported_hours_of(day, reports_dir, anchor):
         directory = hour_directory(reports_dir, hour)
         if not (directory / SUMS).is_file():
             findings.append(f"{directory}: no report for hour {hours.label(hour)}")
@@ -84,7 +118,7 @@ def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
         for name, used in report["exceptionsUsed"].items():
             exceptions[name].update(used.get("rules", used))
         findings += [f"{hours.label(hour)}: {finding}" for finding in report["integrity"]["findings"]]
-    previous = daily_directory(reports_dir, day - timedelta(days=1))
+    previous = previous_day(day, reports_dir, anchor)
     return {
         "apiVersion": "vgate.io/v1alpha1", "kind": "DailyComplianceReport", "day": day.isoformat(),
         "totals": {**dict(totals), "byDecision": dict(decisions)},
@@ -92,15 +126,17 @@ def summarise(day: date, reports_dir: str | Path) -> dict[str, Any]:
         "controls": sorted(controls.values(), key=lambda c: c["control"]),
         "exceptionsUsed": {name: dict(counts) for name, counts in sorted(exceptions.items())},
         "hourlyReports": hourly,
-        "previousDay": {"day": (day - timedelta(days=1)).isoformat(), "sha256sumsDigest": digest_of(previous)}
-        if (previous / SUMS).is_file() else None,
+        "previousDay": previous,
+        "genesis": previous is None,
         "integrity": {"ok": not findings, "findings": findings},
     }
 
 
 def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:
-    """Days over by ``until`` whose 24 hourly reports all exist: each must have a daily report."""
+    """Days over by ``until`` whose hourly reports (from the genesis hour on) all exist: each must
+    have a daily report."""
     days = {datetime.strptime("/".join(p.parts[-5:-2]), "%Y/%m/%d").date()
             for p in Path(reports_dir).glob(f"*/*/*/*/{SUMS}") if p.parent.name != DAILY}
     return sorted(day for day in days if day_hours(day)[-1] <= until
-                  and all((hour_directory(reports_dir, h) / SUMS).is_file() for h in day_hours(day)))
+                  and all((hour_directory(reports_dir, h) / SUMS).is_file()
+                          for h in reported_hours_of(day, reports_dir)))

@@ -52,8 +52,12 @@ class SegmentDigest:
                 "last": self.last}
 
 
-def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str) -> list[Finding]:
-    """Every way the segments of ``hour_label`` differ from what its signed ``report`` lists."""
+def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str,
+                  pruned: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
+    """Every way the segments of ``hour_label`` differ from what its signed ``report`` lists.
+
+    A listed segment that is gone is a finding unless ``pruned`` (the anchor's record of retention
+    prunes) has it, with the records and bytes the report signed."""
     tag = hours.tag(hours.from_label(hour_label))
     listed = {entry["file"]: entry for entry in report.get("segments") or [] if isinstance(entry, dict)}
     findings = []
@@ -63,12 +67,24 @@ def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str
                                 "does not list (added after signing)"))
     for name, entry in sorted(listed.items()):
         path = Path(audit_dir) / name
+        if not path.is_file() and name in (pruned or {}):
+            findings += _prune_mismatch(path, entry, (pruned or {})[name], hour_label)
+            continue
         if not path.is_file():
             findings.append(Finding(str(path), None, f"the report of {hour_label} lists this segment with "
                                     f"{entry['records']} records, and it is gone (deleted)"))
             continue
         findings += _compare(path, entry, hour_label)
     return findings
+
+
+def _prune_mismatch(path: Path, signed: dict[str, Any], prune: dict[str, Any], hour_label: str) -> list[Finding]:
+    """A pruned segment is accounted for only if the prune removed what the report signed."""
+    if (prune.get("records"), prune.get("bytes")) == (signed["records"], signed["bytes"]):
+        return []
+    return [Finding(str(path), None, f"the anchor's prune of this segment records {prune.get('records')} records "
+                    f"in {prune.get('bytes')} bytes where the report of {hour_label} signed {signed['records']} "
+                    f"in {signed['bytes']}: the pruned range does not match")]
 
 
 def _compare(path: Path, signed: dict[str, Any], hour_label: str) -> list[Finding]:

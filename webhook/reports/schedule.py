@@ -1,87 +1,102 @@
-"""Hourly reports from inside the server, written once per hour however many replicas run.
+"""Hourly reports from inside the server (or the report writer's job), one writer at a time.
 
 Every worker of every replica runs a ReportScheduler. Each tick (every minute, and once at start)
-looks at the closed hours of the last day that have no report yet, and for each one tries to
-create ``reports/YYYY/MM/DD/HH/.lock`` exclusively (O_EXCL works on one shared volume); whoever
-creates it writes the report, everyone else moves on. A lock older than ten minutes belongs to a
-writer that died and is taken over. The same tick prunes old decision log segments, but only
-those whose hour has a report that verifies. ``vgate report --hour`` remains for a CronJob or a
-rebuild.
+takes the writers' lock, ``reports/.writer.lock`` (an ``flock`` on a regular file: the kernel drops
+it when its holder dies, so a stale owner never blocks, and a symlink or anything else planted
+under that name is removed, never followed). Whoever holds it writes, in hour order, every closed
+hour of the last day that has no report yet, from the first hour vgate ran (never before), so
+each report links the one before it; then the daily reports, then prunes old decision log
+segments whose hour has a report that verifies, recording the prune in the anchor first. The
+others move on. ``vgate report --hour`` takes the same lock.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import logging
 import os
+import shutil
+import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from ..audit.log import SEGMENT
 from ..core import hours
-from .build import build_report, hour_directory
-from .closed_hours import last_closed_hour
+from .anchor import Anchor, anchor_of
+from .build import build_report
+from .closed_hours import NotReportable, last_closed_hour
 from .daily import build_daily, daily_directory, day_closed
-from .keys import ensure_key, public_key_path
+from .history import genesis_hour, hour_directory, hours_between, logged_hours
+from .keys import ensure_key, load_private_key, public_key_path
 from .sums import SUMS
 from .verify import verify_reports
 
 log = logging.getLogger("vgate")
-STALE_LOCK_SECONDS = 600
 LOOKBACK_HOURS = 24
+WRITER_LOCK = ".writer.lock"
+FIRST_HOUR = ".first-hour"  # the hour the first writer found no history: reports start there
 
 
 class ReportScheduler:
     def __init__(self, settings: Callable[[], dict[str, Any]], policy_dir: Callable[[], Path]) -> None:
         self._settings = settings      # the config document in force (it may be reloaded)
         self._policy_dir = policy_dir
+        self.refused: list[str] = []  # what the last tick would not sign, and why (the CLI exits 1 on it)
 
     def tick(self, now: datetime | None = None) -> list[Path]:
-        """Write every missing report of the last day this process wins the lock for; prune."""
+        """Write every missing report of the last day, in order, if this process holds the lock; prune."""
         now = now or datetime.now(timezone.utc)
+        self.refused = []
         document = self._settings()
         reports_dir, audit_dir = Path(document["reports"]["dir"]), Path(document["audit"]["dir"])
         key = Path(document["reports"]["key"])
-        written = []
-        last_closed = last_closed_hour(now)
-        for back in range(LOOKBACK_HOURS - 1, -1, -1):
-            hour = last_closed - timedelta(hours=back)
-            directory = hour_directory(reports_dir, hour)
-            lock = lock_path(directory)
-            if (directory / SUMS).exists() or not self._lock(lock):
-                continue
-            try:
-                if (directory / SUMS).exists():
-                    continue  # another replica wrote it between our look and our lock
+        with writer_lock(reports_dir) as held:
+            if not held:
+                return []  # another writer is at it; its reports chain, ours would race
+            anchor = anchor_of(document)
+            last_closed = last_closed_hour(now)
+            window = last_closed - timedelta(hours=LOOKBACK_HOURS - 1)
+            start = max(first_hour(reports_dir, audit_dir, anchor, now), window)
+            written = []
+            for hour in hours_between(start, last_closed):
+                if (hour_directory(reports_dir, hour) / SUMS).exists():
+                    continue
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
-                written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
-                                            language=document["reports"]["language"]))
+                try:
+                    written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
+                                                language=document["reports"]["language"], anchor=anchor))
+                except NotReportable as refusal:
+                    log.error("not reporting %s: %s", hours.label(hour), refusal)
+                    self.refused.append(str(refusal))
+                    continue
                 log.info("wrote the compliance report of %s", hours.label(hour))
-            finally:
-                lock.unlink(missing_ok=True)
-        written += self._days(reports_dir, key, now)
-        prune(audit_dir, reports_dir, document["reports"]["retentionDays"], public_key_path(key), now)
+            written += self._days(reports_dir, key, now, anchor)
+            prune(audit_dir, reports_dir, document["reports"]["retentionDays"], key, now, anchor)
         return written
 
-    def _days(self, reports_dir: Path, key: Path, now: datetime) -> list[Path]:
+    def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None) -> list[Path]:
         """The daily report of each day of the look-back window that is over and has none yet."""
         written = []
         last_closed = last_closed_hour(now)
+        first = genesis_hour(reports_dir, anchor)
         for day in sorted({(last_closed - timedelta(hours=back)).date() for back in range(LOOKBACK_HOURS)}):
             directory = daily_directory(reports_dir, day)
-            lock = lock_path(directory)
-            if not day_closed(day, now) or (directory / SUMS).exists() or not self._lock(lock):
+            if first is None or day < first.date() or not day_closed(day, now) or (directory / SUMS).exists():
                 continue
             try:
-                if not (directory / SUMS).exists():
-                    written.append(build_daily(day, reports_dir, key, now))
-                    log.info("wrote the daily compliance report of %s", day)
-            finally:
-                lock.unlink(missing_ok=True)
+                written.append(build_daily(day, reports_dir, key, now, anchor))
+            except NotReportable as refusal:
+                log.error("not reporting %s: %s", day, refusal)
+                self.refused.append(str(refusal))
+                continue
+            log.info("wrote the daily compliance report of %s", day)
         return written
 
     def run_forever(self, interval: float = 60.0) -> threading.Thread:
@@ -97,30 +112,72 @@ class ReportScheduler:
         thread.start()
         return thread
 
-    @staticmethod
-    def _lock(lock: Path) -> bool:
-        lock.parent.mkdir(parents=True, exist_ok=True)
+
+@contextmanager
+def writer_lock(reports_dir: Path) -> Iterator[bool]:
+    """Hold the writers' lock while the block runs; yields False if another writer holds it.
+
+    ``flock`` is released by the kernel when its holder exits, however it exits: no stale owner.
+    The lock file is opened without following symlinks; whatever else sits at its name (a symlink,
+    dangling or not, a directory) is removed and a regular file made in its place.
+    """
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    fd = _open_lock(reports_dir / WRITER_LOCK)
+    try:
         try:
-            if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
-                lock.unlink(missing_ok=True)  # its writer died
-        except FileNotFoundError:
-            pass
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return False
-        os.write(fd, f"{os.uname().nodename} {os.getpid()}\n".encode())
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.uname().nodename} {os.getpid()} {datetime.now(timezone.utc).isoformat()}\n".encode())
+        yield True
+    finally:
         os.close(fd)
-        return True
 
 
-def lock_path(directory: Path) -> Path:
-    """The writers' lock of an hour: beside its directory, which appears only when published."""
-    return directory.parent / f".{directory.name}.lock"
+def _open_lock(path: Path) -> int:
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+        else:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return fd
+            os.close(fd)
+        log.warning("%s is not a regular file (a planted symlink or directory?): replacing it", path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    raise OSError(errno.EEXIST, f"{path}: cannot make the writers' lock a regular file")
 
 
-def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: Path, now: datetime) -> list[Path]:
-    """Delete segments older than the retention whose hour has a report that verifies."""
+def first_hour(reports_dir: Path, audit_dir: Path, anchor: Anchor | None, now: datetime) -> datetime:
+    """The first hour vgate ran: the oldest report or segment, else the hour the first writer
+    started (recorded in ``reports/.first-hour``). Hours before it are not vgate's to report."""
+    marker = reports_dir / FIRST_HOUR
+    known = [hour for hour in (genesis_hour(reports_dir, anchor), min(logged_hours(audit_dir), default=None))
+             if hour is not None]
+    if marker.is_file() and not marker.is_symlink():
+        try:
+            known.append(hours.from_label(marker.read_text().strip()))
+        except ValueError:
+            log.warning("%s does not hold an hour: ignored", marker)
+    if known:
+        return min(known)
+    started = now.replace(minute=0, second=0, microsecond=0)
+    marker.write_text(hours.label(started) + "\n")
+    return started
+
+
+def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, now: datetime,
+          anchor: Anchor | None = None) -> list[Path]:
+    """Delete segments older than the retention whose hour has a report that verifies; with an
+    anchor, what is pruned is recorded there first (verify tells pruned from deleted by it)."""
+    public_key = public_key_path(key)
     cutoff = now - timedelta(days=retention_days)
     removed: list[Path] = []
     verified: dict[datetime, bool] = {}  # an hour has a segment per writer: verify its report once
@@ -136,10 +193,20 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, public_key: P
         if not public_key.is_file() or not (hour_directory(reports_dir, hour) / SUMS).is_file():
             continue
         if hour not in verified:
-            verified[hour] = not verify_reports(reports_dir, public_key, hour, hour)
+            verified[hour] = not verify_reports(reports_dir, public_key, hour, hour, audit_dir=audit_dir)
         if not verified[hour]:
             log.warning("keeping %s past retention: its report does not verify", segment.name)
             continue
-        segment.unlink()
         removed.append(segment)
+    if removed and anchor is not None:
+        anchor.append({"kind": "prune", "before": cutoff.isoformat(timespec="seconds"),
+                       "segments": [_pruned(segment) for segment in removed]}, load_private_key(key))
+    for segment in removed:
+        segment.unlink()
     return removed
+
+
+def _pruned(segment: Path) -> dict[str, Any]:
+    """What the anchor keeps of a pruned segment: enough to tell it from one deleted or cut short."""
+    data = segment.read_bytes()
+    return {"file": segment.name, "records": data.count(b"\n"), "bytes": len(data)}

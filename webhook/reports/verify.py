@@ -1,21 +1,22 @@
-"""``vgate audit verify`` for reports: checksums, signature, the log each report signed, the link to
-the previous hour, and every closed hour accounted for."""
+"""``vgate audit verify`` for reports: checksums, signature, the place and the log each report
+signed, the chain back to the one genesis, every closed hour accounted for, and (with the writer's
+anchor) every report the writer signed still there as signed."""
 
 from __future__ import annotations
 
 import hashlib
-import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..audit.log import SEGMENT
 from ..audit.verify import Finding
 from ..core import hours
-from .build import STAGING_PREFIX, SUPERSEDED, hour_directory
-from .daily import DAILY, complete_days, daily_directory
+from .anchor import Anchor
+from .build import STAGING_PREFIX, SUPERSEDED
+from .daily import complete_days, daily_days, daily_directory
+from .history import hour_directory, hours_between, logged_hours, report_hours
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
 from .sums import SIGNATURE, SUMS, digest_of, sha256_file
@@ -23,26 +24,35 @@ from .sums import SIGNATURE, SUMS, digest_of, sha256_file
 
 def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: datetime | None = None,
                    last: datetime | None = None, *, audit_dir: str | Path | None = None,
-                   until: datetime | None = None) -> list[Finding]:
+                   until: datetime | None = None, anchor: Anchor | None = None) -> list[Finding]:
     """Every report in range, and every hour that should have one.
 
-    Checksums and signature of each version (reissued ones included), the decision log each one
-    signed (with ``audit_dir``), the link to the previous hour, every hour without a report from
-    the first one to ``until`` (the last closed hour: deleting the newest hours is found too) and
-    every closed hour with decisions but no report (deleting all reports is found too).
+    Checksums and signature of each version (reissued ones included), the hour it names against
+    its directory, the decision log each one signed (with ``audit_dir``), its link to the report
+    before it (only the genesis, the oldest, links none), every hour without a report from the
+    first one to ``until`` (the last closed hour: deleting the newest hours is found too), every
+    closed hour with decisions but no report (deleting all reports is found too), and, with the
+    writer's ``anchor``, every report it signed that is missing or different.
     """
     findings: list[Finding] = []
     key = load_public_key(public_key_path)
     in_range = _within(first, last)
-    reported = [h for h in _report_hours(reports_dir) if in_range(h)]
-    expected = set(_hours_between(reported[0], max(until or reported[-1], reported[-1]))) if reported else set()
+    every = report_hours(reports_dir)
+    for planted in (h for h in every if until is not None and h > until and in_range(h)):
+        findings.append(Finding(str(hour_directory(reports_dir, planted)), None,
+                                f"a report of hour {hours.label(planted)}, after the last hour checked: no writer "
+                                "signs an hour before it closes (planted)"))
+    reported = [h for h in every if in_range(h) and (until is None or h <= until)]
+    expected = set(hours_between(reported[0], max(until or reported[-1], reported[-1]))) if reported else set()
     if audit_dir is not None:
-        expected |= {h for h in _logged_hours(audit_dir) if in_range(h) and (until is None or h <= until)}
+        expected |= {h for h in logged_hours(audit_dir) if in_range(h) and (until is None or h <= until)}
     for gap in sorted(expected - set(reported)):
         findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
     for leftover in sorted(Path(reports_dir).glob(STAGING_PREFIX + "*")):
         findings.append(Finding(str(leftover), None, "an interrupted report build left this behind (never published)"))
     findings += _verify_daily_reports(reports_dir, key)
+    if anchor is not None:
+        findings += anchor.check(key) + _against_anchor(reports_dir, anchor, in_range)
     over_by = until or (reported[-1] if reported else datetime.min.replace(tzinfo=timezone.utc))
     for day in complete_days(reports_dir, over_by):
         if not (daily_directory(reports_dir, day) / SUMS).is_file():
@@ -57,20 +67,74 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         if report is None:
             continue
         if audit_dir is not None:
-            findings += check_binding(report, audit_dir, hours.label(hour))
-        previous = report.get("previousReport")
-        before = hour - timedelta(hours=1)
-        accepted = _digests(hour_directory(reports_dir, before))
-        if previous and accepted and previous["sha256sumsDigest"] not in accepted:
-            findings.append(Finding(str(directory / "report.json"), None,
-                                    f"previousReport digest does not match the report of {hours.label(before)}: "
-                                    "it was replaced"))
+            findings += check_binding(report, audit_dir, hours.label(hour), anchor.pruned() if anchor else {})
+        findings += _link_problems(report, "previousReport", "hour", directory,
+                                   lambda label: hour_directory(reports_dir, hours.from_label(label)),
+                                   oldest=hour == every[0])
+    return findings
+
+
+def _link_problems(report: dict[str, Any], link: str, field: str, directory: Path, directory_of: Any, *,
+                   oldest: bool) -> list[Finding]:
+    """A report's link to the one before it (``previousReport`` of an hour, ``previousDay`` of a
+    day): it names an earlier report that is still there as signed; or it names none, and then
+    the report is the genesis and the oldest there is. Deleting the oldest hours (or days), or
+    putting the first-ever report in another's place, breaks one of these."""
+    where = str(directory / "report.json")
+    previous = report.get(link)
+    if previous is None:
+        if report.get("genesis") is True and oldest:
+            return []
+        why = "and there are older reports (a first report put in a later place?)" if report.get("genesis") is True \
+            else "and it is not the genesis: the chain is broken here"
+        return [Finding(where, None, f"it links no earlier report {why}")]
+    named = str(previous.get(field))
+    if not named < str(report.get(field)):
+        return [Finding(where, None, f"its {link} names {named}, which is not earlier")]
+    target = directory_of(named)
+    if not (target / SUMS).is_file():
+        return [Finding(where, None, f"its {link} is the report of {named}, which is gone (deleted)")]
+    if previous.get("sha256sumsDigest") not in _digests(target):
+        return [Finding(where, None, f"{link} digest does not match the report of {named}: it was replaced")]
+    return []
+
+
+def _against_anchor(reports_dir: str | Path, anchor: Anchor, in_range: Any) -> list[Finding]:
+    """Every hour and day the anchor records as signed, still on the volume as signed; and every
+    report on the volume since the anchor began, recorded in it."""
+    findings = []
+    for kind, directory_of in (("hour", lambda p: hour_directory(reports_dir, hours.from_label(p))),
+                               ("day", lambda p: daily_directory(reports_dir, date.fromisoformat(p)))):
+        anchored = anchor.reports(kind)
+        for place, versions in sorted(anchored.items()):
+            if kind == "hour" and not in_range(hours.from_label(place)):
+                continue
+            directory = directory_of(place)
+            latest = versions[-1]
+            if not (directory / SUMS).is_file():
+                findings.append(Finding(str(directory), None, f"the anchor records the report of {place} (version "
+                                        f"{latest.version}, {latest.digest[:12]}...) and it is gone (deleted, or "
+                                        "the volume rolled back)"))
+                continue
+            held = _digests(directory)
+            if digest_of(directory) != latest.digest:
+                findings.append(Finding(str(directory), None, f"the report of {place} is not the one the anchor "
+                                        f"records (version {latest.version}, {latest.digest[:12]}...): replaced, "
+                                        "or a reissue undone"))
+            findings += [Finding(str(directory), None, f"version {v.version} of {place} that the anchor records "
+                                 "is no longer in its reissue chain") for v in versions[:-1] if v.digest not in held]
+        first = min(anchored, default=None)
+        on_disk = [hours.label(h) for h in report_hours(reports_dir) if in_range(h)] if kind == "hour" \
+            else [d.isoformat() for d in daily_days(reports_dir)]
+        findings += [Finding(str(directory_of(place)), None, f"the report of {place} is not in the anchor: the "
+                             "writer did not sign it") for place in on_disk
+                     if first is not None and place > first and place not in anchored]
     return findings
 
 
 def reports_expected(reports_dir: str | Path, audit_dir: str | Path, until: datetime) -> bool:
     """Whether any report exists, or any closed hour has decisions: then there is something to check."""
-    return bool(_report_hours(reports_dir)) or any(hour <= until for hour in _logged_hours(audit_dir))
+    return bool(report_hours(reports_dir)) or any(hour <= until for hour in logged_hours(audit_dir))
 
 
 def fingerprint(key: Ed25519PublicKey) -> str:
@@ -149,15 +213,20 @@ def _report_of(version: Path) -> dict[str, Any] | None:
 
 
 def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> list[Finding]:
-    """Each daily report's checksum and signature, and every hourly digest it signed still the hour's
-    (or a version that hour superseded)."""
+    """Each daily report's checksum and signature, its day against its directory, its link to the
+    daily report before it, and every hourly digest it signed still the hour's (or a version that
+    hour superseded)."""
     findings: list[Finding] = []
-    for sums_path in sorted(Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}")):
-        report = _verify_version(sums_path.parent, key, findings)
-        day = sums_path.parent.parent.relative_to(reports_dir).as_posix().replace("/", "-")
-        _in_its_place(report, "day", day, sums_path.parent, findings)
+    days = daily_days(reports_dir)
+    for day in days:
+        directory = daily_directory(reports_dir, day)
+        report = _verify_version(directory, key, findings)
+        _in_its_place(report, "day", day.isoformat(), directory, findings)
         if report is None:
             continue
+        findings += _link_problems(report, "previousDay", "day", directory,
+                                   lambda text: daily_directory(reports_dir, date.fromisoformat(text)),
+                                   oldest=day == days[0])
         for hourly in report.get("hourlyReports", []):
             hour_dir = hour_directory(reports_dir, hours.from_label(hourly["hour"]))
             if hourly["sha256sumsDigest"] not in _digests(hour_dir):
@@ -168,28 +237,3 @@ def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> lis
 
 def _within(first: datetime | None, last: datetime | None) -> Any:
     return lambda hour: (first is None or hour >= first) and (last is None or hour <= last)
-
-
-def _hours_between(first: datetime, last: datetime) -> list[datetime]:
-    return [first + timedelta(hours=n) for n in range(int((last - first).total_seconds() // 3600) + 1)]
-
-
-def _logged_hours(audit_dir: str | Path) -> set[datetime]:
-    """The hours that have decision log segments."""
-    named = (SEGMENT.match(path.name) for path in Path(audit_dir).glob("decisions-*.jsonl"))
-    return {hours.from_tag(match["hour"]) for match in named if match}
-
-
-_HOUR_PARTS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
-
-
-def _report_hours(reports_dir: str | Path) -> list[datetime]:
-    """Hours with a report, or with what is left of one (SHA256SUMS or report.json)."""
-    found = set()
-    for name in (SUMS, "report.json"):
-        for marker in Path(reports_dir).glob("*/*/*/*/" + name):
-            parts = marker.parent.relative_to(reports_dir).as_posix()
-            if _HOUR_PARTS.match(parts):
-                year, month, day, hour = parts.split("/")
-                found.add(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
-    return sorted(found)

@@ -1,0 +1,73 @@
+"""Where a report sits in the chain: the hours reported so far, and what a new one links.
+
+Every report but the first links the newest signed report before it (the previous hour's, or,
+across an outage, the last one there is), so the chain has exactly one start: the genesis, the
+oldest report, which says it is one. When the writer keeps an anchor, the newest report it
+anchored counts even if the volume no longer holds it: a report written after an insider deleted
+hours links what was really signed, not what was left.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ..audit.log import SEGMENT
+from ..core import hours
+from .anchor import Anchor
+from .sums import SUMS, digest_of
+
+_HOUR_PARTS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
+
+
+def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
+    return Path(reports_dir) / hours.path(hour)
+
+
+def report_hours(reports_dir: str | Path) -> list[datetime]:
+    """Hours with a report, or with what is left of one (SHA256SUMS or report.json), oldest first."""
+    found = set()
+    for name in (SUMS, "report.json"):
+        for marker in Path(reports_dir).glob("*/*/*/*/" + name):
+            parts = marker.parent.relative_to(reports_dir).as_posix()
+            if _HOUR_PARTS.match(parts):
+                year, month, day, hour = parts.split("/")
+                found.add(datetime(int(year), int(month), int(day), int(hour), tzinfo=timezone.utc))
+    return sorted(found)
+
+
+def signed_hours(reports_dir: str | Path) -> list[datetime]:
+    """Hours whose report is published (has SHA256SUMS), oldest first."""
+    return [hour for hour in report_hours(reports_dir) if (hour_directory(reports_dir, hour) / SUMS).is_file()]
+
+
+def predecessor(reports_dir: str | Path, hour: datetime, anchor: Anchor | None) -> dict[str, Any] | None:
+    """What the report of ``hour`` links: the newest signed report before it, on the volume or in
+    the anchor (the later of the two, the anchor's when they name the same hour); None: genesis."""
+    on_disk = max((h for h in signed_hours(reports_dir) if h < hour), default=None)
+    anchored = anchor.latest_before("hour", hours.label(hour)) if anchor else None
+    if anchored and (on_disk is None or anchored.place >= hours.label(on_disk)):
+        return {"hour": anchored.place, "sha256sumsDigest": anchored.digest}
+    if on_disk is not None:
+        return {"hour": hours.label(on_disk), "sha256sumsDigest": digest_of(hour_directory(reports_dir, on_disk))}
+    return None
+
+
+def genesis_hour(reports_dir: str | Path, anchor: Anchor | None) -> datetime | None:
+    """The first hour reported: the oldest on the volume or in the anchor."""
+    candidates = [h for h in (*signed_hours(reports_dir)[:1], anchor.first_hour() if anchor else None) if h]
+    return min(candidates, default=None)
+
+
+def logged_hours(audit_dir: str | Path) -> set[datetime]:
+    """The hours that have decision log segments."""
+    directory = Path(audit_dir)
+    named = (SEGMENT.match(path.name) for path in directory.glob("decisions-*.jsonl")) if directory.is_dir() else ()
+    return {hours.from_tag(match["hour"]) for match in named if match}
+
+
+def hours_between(first: datetime, last: datetime) -> list[datetime]:
+    """Every hour from ``first`` to ``last``, both included."""
+    return [first + timedelta(hours=n) for n in range(int((last - first).total_seconds() // 3600) + 1)]
