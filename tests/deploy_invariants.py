@@ -85,6 +85,7 @@ def config_is_valid_and_its_priority_classes_exist(rendered: Objects, tmp_path: 
     classes = {k.split("/", 1)[1]: d["value"] for k, d in rendered.items() if k.startswith("PriorityClass/")}
     assert config.priority_values == {name: classes[name] for name in config.priority_values}
     assert config.document["audit"]["dir"] == "/app/audit" and config.document["reports"]["dir"] == "/app/reports"
+    assert config.document["reports"]["anchorFile"].startswith("/app/anchor/")  # the report writer's own volume
     assert parse_config("{}").document["exemptNamespaces"]  # the schema's own default list is not empty
 
 
@@ -109,6 +110,10 @@ def replicas_append_and_only_the_report_writer_holds_the_key(rendered: Objects) 
     assert writer_volumes["report-key"]["secret"]["secretName"] == "vgate-report-key"
     assert writer_volumes["audit"]["persistentVolumeClaim"]["claimName"] == claim
     assert "certs" not in writer_volumes, "the report key is kept apart from the TLS key"
+    anchor = writer_volumes["anchor"]["persistentVolumeClaim"]["claimName"]
+    assert anchor != claim and writer_mounts["/app/anchor"]["name"] == "anchor"
+    assert not any(v.get("persistentVolumeClaim", {}).get("claimName") == anchor for v in volumes.values()), \
+        "only the report writer mounts the anchor: the gateway's pods (and whoever writes the audit volume) cannot"
 
 
 def only_the_control_plane_and_monitoring_reach_the_webhook(rendered: Objects) -> None:

@@ -20,7 +20,8 @@ from render import CHART, plain, render  # noqa: E402
 VALUE_SETS = {
     "defaults": {},
     "cert-manager": {"certManager": {"enabled": True}},
-    "existing-claim": {"audit": {"existingClaim": "shared-evidence"}},
+    "existing-claim": {"audit": {"existingClaim": "shared-evidence"},
+                       "reportWriter": {"anchor": {"existingClaim": "writer-anchor"}}},
     "mtls": {"mtls": {"clientCASecret": "apiserver-client-ca"}},
     "by-url": {"webhooks": {"url": "https://192.0.2.10:8443/"}},
     "three-exempt": {"exemptNamespaces": ["kube-system", "kube-public", "kube-node-lease", "volcano-system",
@@ -113,6 +114,8 @@ def test_an_existing_claim_is_used_and_none_is_created():
     assert not any(key.startswith("PersistentVolumeClaim/") for key in rendered)
     volumes = {v["name"]: v for v in rendered["Deployment/vgate"]["spec"]["template"]["spec"]["volumes"]}
     assert volumes["audit"]["persistentVolumeClaim"]["claimName"] == "shared-evidence"
+    writer = rendered["CronJob/vgate-report-writer"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in writer["volumes"]}["anchor"]["persistentVolumeClaim"]["claimName"] == "writer-anchor"
 
 
 def test_mutual_tls_mounts_the_client_ca_and_names_it_in_the_config(tmp_path):

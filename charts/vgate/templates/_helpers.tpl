@@ -27,6 +27,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- append .Values.exemptNamespaces .Release.Namespace | uniq | sortAlpha | toJson -}}
 {{- end }}
 
+{{- define "vgate.anchorClaim" -}}
+{{- .Values.reportWriter.anchor.existingClaim | default "vgate-report-anchor" -}}
+{{- end }}
+
 {{- define "vgate.auditClaim" -}}
 {{- .Values.audit.existingClaim | default "vgate-audit" -}}
 {{- end }}
@@ -37,7 +41,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $config "exemptNamespaces" (include "vgate.exempt" . | fromJsonArray) -}}
 {{- $_ := set $config "exceptions" (merge (dict "dir" "/etc/vgate/exceptions") (get $config "exceptions" | default dict)) -}}
 {{- $_ := set $config "audit" (merge (dict "dir" "/app/audit") (get $config "audit" | default dict)) -}}
-{{- $_ := set $config "reports" (merge (dict "dir" "/app/reports" "key" "/app/keys/report-ed25519.key") (get $config "reports" | default dict)) -}}
+{{- $_ := set $config "reports" (merge (dict "dir" "/app/reports" "key" "/app/keys/report-ed25519.key" "anchorFile" "/app/anchor/reports-anchor.jsonl") (get $config "reports" | default dict)) -}}
 {{- if .Values.mtls.clientCASecret -}}
 {{- $_ := set $config "server" (merge (dict "clientCA" "/etc/vgate/client-ca/ca.crt") (get $config "server" | default dict)) -}}
 {{- end -}}
