@@ -218,3 +218,18 @@ def crd_validator(filename: str) -> jsonschema.Draft4Validator:
     """Volcano's CRD schema (OpenAPI v3, a JSON Schema draft-4 dialect), parsed once."""
     crd = yaml.safe_load(corpus_file("volcano-crds", filename).read_text())
     return jsonschema.Draft4Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+
+
+def fill(mount: Path, leave: int = 0) -> Path:
+    """Fill the disk at ``mount`` but for about ``leave`` bytes."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 1024):
+            pass
+    except OSError:
+        pass  # full
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler

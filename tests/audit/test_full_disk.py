@@ -6,43 +6,12 @@ few hundred bytes, so a record's write is cut short by the kernel (a short count
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from webhook.audit.log import AuditError, DecisionLog
 from webhook.audit.verify import verify_segments
 
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, f"a tmpfs is needed (run as root, as CI does): {done.stderr}"
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount)], check=True)  # the log may still hold its segment
-
-
-def fill(mount: Path, leave: int) -> Path:
-    """Fill the disk but for about ``leave`` bytes."""
-    filler = mount / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while os.write(fd, b"\0" * 1024):
-            pass
-    except OSError:
-        pass  # full
-    finally:
-        os.close(fd)
-    os.truncate(filler, max(0, filler.stat().st_size - leave))
-    return filler
+from helpers import fill
 
 
 def test_a_record_cut_short_by_a_full_disk_is_never_left_half_written(small_disk: Path) -> None:

@@ -93,6 +93,9 @@ def test_an_unrecordable_decision_is_refused_unless_audit_failure_mode_allows():
     assert response["allowed"] is False and response["status"]["code"] == 500
     assert "nothing is admitted unrecorded" in response["status"]["message"]
     assert counted(strict, "vgate_errors_total", {"endpoint": "validate", "reason": "audit"}) == 1
+    answered = {"endpoint": "validate", "kind": "Pod", "operation": "CREATE", "dry_run": "false"}
+    assert counted(strict, "vgate_admission_requests_total", {**answered, "decision": "error"}) == 1  # as refused
+    assert counted(strict, "vgate_admission_requests_total", {**answered, "decision": "allowed"}) == 0
     lenient = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), FakeDecisionLog(broken=True),
                       "audit:\n  failureMode: allow\n")
     assert lenient.validate(body(pod()))["response"]["allowed"] is True

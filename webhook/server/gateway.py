@@ -117,8 +117,7 @@ class Gateway:
         self.metrics.latency.labels(endpoint).observe(elapsed)
         dry_run = str(request.dry_run).lower()
         kind = request.kind if request.kind in KNOWN_KINDS else "other"  # labels from a fixed set: bounded series
-        self.metrics.requests.labels(endpoint, kind, request.operation, outcome, dry_run).inc()
-        return self._write({
+        recorded = self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
             "resource": request.resource,
@@ -127,6 +126,10 @@ class Gateway:
             "policyRevision": self.revision, "latencyMs": round(elapsed * 1000, 3),
             **{k: v for k, v in details.items() if v},
         })
+        refused = not recorded and self.config.document["audit"]["failureMode"] == "deny"
+        answered = "error" if refused else outcome  # count what the client got: an unrecorded refusal is an error
+        self.metrics.requests.labels(endpoint, kind, request.operation, answered, dry_run).inc()
+        return recorded
 
     def _write(self, entry: dict[str, Any]) -> bool:
         """Record one decision durably; False (logged and counted) if it could not be."""

@@ -1,0 +1,163 @@
+"""Every alert in the chart, evaluated by Prometheus's own rule engine (``promtool test rules``)
+against the series a real vgate emits: start vgate, cause the failure (a full decision-log disk, a
+broken policy reloaded, a certificate about to expire), scrape its metrics port, and feed what was
+scraped to promtool, one scrape a minute. A healthy vgate fires none of them.
+
+promtool's clock starts at 0, so a timestamp gauge (the certificate's expiry) is given as its
+distance from the scrape; counters go on rising by their last scraped increase once the scrapes
+end, as a failure that lasts would make them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from helpers import POLICIES, ROOT, VGATE, fill, free_port, pod, review
+
+sys.path.insert(0, str(ROOT / "deploy"))
+from render import render  # noqa: E402
+
+EXPIRY = "vgate_tls_certificate_expiry_timestamp_seconds"
+
+
+def chart_rules() -> list[dict[str, Any]]:
+    """The alerting rules of the chart's PrometheusRule, as a release that enables it renders them."""
+    rendered = render({"prometheusRule": {"enabled": True}})
+    [rule] = [d for d in rendered if d["kind"] == "PrometheusRule"]
+    return [r for group in rule["spec"]["groups"] for r in group["rules"] if "alert" in r]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Every vgate_* sample on the metrics port: 'name{labels}' -> value."""
+    text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("vgate_") and not sample.name.endswith("_created"):
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                value = sample.value - time.time() if sample.name == EXPIRY else sample.value
+                samples[f"{sample.name}{{{labels}}}"] = value
+    return samples
+
+
+def series(scrapes: list[dict[str, float]], minutes: int) -> list[dict[str, str]]:
+    """promtool input series: the scrapes one a minute, then ``minutes`` more as the last ones went."""
+    out = []
+    for name in sorted(set().union(*scrapes)):
+        values = [s.get(name) for s in scrapes]
+        known = [v for v in values if v is not None]
+        step = known[-1] - known[-2] if len(known) > 1 and name.split("{")[0].endswith("_total") else 0.0
+        if name.startswith(EXPIRY):
+            step = -60.0  # a minute closer to expiry each minute
+        written = " ".join("_" if v is None else repr(v) for v in values)
+        sign = "-" if step < 0 else "+"
+        out.append({"series": name, "values": f"{written} {known[-1] + step!r}{sign}{abs(step)!r}x{minutes}"})
+    return out
+
+
+def firing(tmp_path: Path, scrapes: list[dict[str, float]], at_minutes: int, expected: set[str]) -> None:
+    """Assert promtool finds exactly ``expected`` firing at ``at_minutes``, given these scrapes."""
+    rules = chart_rules()
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
+    tests = [{"interval": "1m", "input_series": series(scrapes, at_minutes + 5),
+              "alert_rule_test": [{"eval_time": f"{at_minutes}m", "alertname": rule["alert"], "exp_alerts": [
+                  {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
+                  if rule["alert"] in expected else []} for rule in rules]}]
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
+    done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def traffic(server: Any, port: int, rounds: int = 4, per_round: int = 10) -> list[dict[str, float]]:
+    """Scrape, then ``rounds`` times: send requests, scrape."""
+    scrapes = [scrape(port)]
+    for _ in range(rounds):
+        for n in range(per_round):
+            server.post("/validate", review(pod(namespace="web", name=f"p{n}")))
+        scrapes.append(scrape(port))
+    return scrapes
+
+
+def test_a_healthy_vgate_fires_no_alert(start_server, tmp_path):
+    port = free_port()
+    server = start_server(workers=2, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    firing(tmp_path, traffic(server, port), 90, set())
+
+
+def test_a_full_decision_log_disk_fires_the_unrecorded_and_error_alerts_and_counts_refusals(start_server, tmp_path,
+                                                                                           small_disk):
+    port = free_port()
+    server = start_server(workers=1, audit_dir=small_disk / "audit",
+                          extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    server.post("/validate", review(pod(namespace="web")))
+    fill(small_disk)
+    scrapes = traffic(server, port)
+    answered = server.post("/validate", review(pod(namespace="web"))).json()["response"]
+    assert answered["allowed"] is False and "nothing is admitted unrecorded" in answered["status"]["message"]
+    last = scrapes[-1]
+    refused = 'vgate_admission_requests_total{decision="error",dry_run="false",endpoint="validate",kind="Pod",' \
+              'operation="CREATE"}'
+    audit_errors = last['vgate_errors_total{endpoint="validate",reason="audit"}']
+    recorded = [line for segment in (small_disk / "audit").glob("*.jsonl") for line in segment.read_text().splitlines()]
+    assert last[refused] == audit_errors >= 30, last  # every unrecorded decision counted as the refusal it was
+    answered = sum(v for k, v in last.items() if k.startswith("vgate_admission_requests_total{")
+                   and 'decision="error"' not in k)
+    assert answered == len(recorded), last  # and a verdict only for what the log holds
+    firing(tmp_path, scrapes, 20, {"VgateWebhookErrors", "VgateDeniedUnrecorded"})
+    (tmp_path / "early").mkdir()
+    firing(tmp_path / "early", scrapes, 3, set())  # not before the rules' "for" has passed
+
+
+def test_a_failed_reload_fires_reload_failing(start_server, tmp_path):
+    port = free_port()
+    policies = tmp_path / "policies"
+    shutil.copytree(POLICIES, policies)
+    server = start_server(workers=2, policies=policies, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    (policies / "broken.rego").write_text("package vgate.rules.broken\n\ndeny contains msg if {\n")
+    deadline = time.monotonic() + 30
+    while scrape(port).get("vgate_config_last_reload_successful{}") != 0.0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    scrapes = traffic(server, port)
+    assert scrapes[-1]["vgate_config_last_reload_successful{}"] == 0.0, scrapes[-1]
+    firing(tmp_path, scrapes, 20, {"VgateReloadFailing"})
+
+
+def test_a_certificate_about_to_expire_fires_certificate_expiring(start_server, tmp_path):
+    port = free_port()
+    workdir = tmp_path / "s0"  # start_server's first server
+    subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs"), "--days", "3"], check=True, capture_output=True)
+    server = start_server(workers=1, make_certs=False, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    scrapes = traffic(server, port, rounds=2)
+    firing(tmp_path, scrapes, 90, {"VgateCertificateExpiring"})
+
+
+def test_the_report_writer_alert_watches_the_charts_cronjob(tmp_path):
+    """VgateReportMissing reads kube-state-metrics, not vgate: given the series it exports for the
+    chart's own CronJob, silent for three hours, it fires; for another CronJob it does not."""
+    [cronjob] = [d["metadata"]["name"] for d in render({}) if d["kind"] == "CronJob"]
+    rules = chart_rules()
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
+    [rule] = [r for r in rules if r["alert"] == "VgateReportMissing"]
+    last_success = {"series": f'kube_cronjob_status_last_successful_time{{cronjob="{cronjob}",namespace="vgate"}}',
+                    "values": "0x300"}  # the last success at t=0, never again
+    other = {"series": 'kube_cronjob_status_last_successful_time{cronjob="other",namespace="vgate"}',
+             "values": "0x300"}
+    tests = [{"interval": "1m", "input_series": [last_success],
+              "alert_rule_test": [{"eval_time": "200m", "alertname": "VgateReportMissing", "exp_alerts": [
+                  {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]}]},
+             {"interval": "1m", "input_series": [other],
+              "alert_rule_test": [{"eval_time": "200m", "alertname": "VgateReportMissing", "exp_alerts": []}]}]
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
+    done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
