@@ -135,6 +135,7 @@ def local_config(config: dict[str, Any], workdir: Path) -> str:
     """The chart's vgate.yaml with its in-pod paths moved under ``workdir``."""
     config = {**config, "audit": {**config.get("audit", {}), "dir": str(workdir / "audit")},
               "reports": {**config.get("reports", {}), "dir": str(workdir / "reports"),
-                          "key": str(workdir / "keys" / "report-ed25519.key")},
+                          "key": str(workdir / "keys" / "report-ed25519.key"),
+                          "anchorFile": str(workdir / "anchor" / "reports-anchor.jsonl")},
               "exceptions": {**config.get("exceptions", {}), "dir": str(workdir / "exceptions")}}
     return yaml.safe_dump(config, sort_keys=False)

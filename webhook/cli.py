@@ -363,9 +363,10 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     reports_dir = Path(reports or document["reports"]["dir"])
     public_key = Path(pubkey) if pubkey else public_key_path(document["reports"]["key"])
     until = parse_hour(last) if last else last_closed_hour(datetime.now(timezone.utc))
-    if reports_expected(reports_dir, directory, until) or pubkey:
-        findings += _verify_reports(reports_dir, public_key, bool(pubkey), first, last, directory, until,
-                                    Anchor(anchor_path) if anchor_path else None)
+    anchor = Anchor(anchor_path) if anchor_path else None
+    if reports_expected(reports_dir, directory, until) or pubkey or (anchor and anchor.entries()):
+        # an anchor that records reports is checked even when the volume holds none: all may be erased
+        findings += _verify_reports(reports_dir, public_key, bool(pubkey), first, last, directory, until, anchor)
     findings = _acknowledge_sealed(findings, public_key)
     for finding in findings:
         click.echo(str(finding))
