@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ..audit.verify import Finding
 from ..core import hours
 from .closed_hours import NotReportable
+from .durable import fsync_path
 from .keys import sign, signature_valid
 from .sums import SUMS, digest_of
 
@@ -84,7 +85,7 @@ class Anchor:
         finally:
             os.close(fd)
         if created:
-            _fsync_directory(self.path.parent)
+            fsync_path(self.path.parent)
 
     def check(self, key: Ed25519PublicKey) -> list[Finding]:
         """Every line signed by ``key``, numbered in turn and linked to the one before it."""
@@ -167,14 +168,6 @@ def _canonical(entry: dict[str, Any]) -> bytes:
 
 def _hash(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def anchor_of(document: dict[str, Any]) -> Anchor | None:

@@ -36,6 +36,7 @@ from ..core import hours
 from ..policy.sources import RuleInfo, rule_catalogue
 from .anchor import Anchor
 from .closed_hours import NotReportable, check_reportable
+from .durable import fsync_path
 from .history import hour_directory, predecessor, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
@@ -174,9 +175,9 @@ def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
     """
     for path in staging.iterdir():
         path.chmod(REPORT_FILE_MODE if path.is_file() else REPORT_DIR_MODE)
-        _fsync(path)
+        fsync_path(path)
     staging.chmod(REPORT_DIR_MODE)
-    _fsync(staging)
+    fsync_path(staging)
     out.parent.mkdir(parents=True, exist_ok=True)
     if superseding:
         kept = staging / SUPERSEDED
@@ -187,21 +188,13 @@ def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
         version.mkdir()
         for path in list(out.iterdir()):
             os.rename(path, version / path.name)
-        _fsync(version)
+        fsync_path(version)
     try:
         os.rename(staging, out)  # replaces only an empty directory: an hour written meanwhile stays
     except OSError as exc:
         raise NotReportable(f"the report of {out} was published meanwhile by another writer ({exc.strerror})",
                             usage=False) from None
-    _fsync(out.parent)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(out.parent)
 
 
 def _stream(audit_dir: str | Path, tag: str, writer: Any, spools: dict[str, TextIO]) -> HourTotals:
