@@ -118,15 +118,22 @@ def test_a_full_decision_log_disk_fires_the_unrecorded_and_error_alerts_and_coun
     firing(tmp_path / "early", scrapes, 3, set())  # not before the rules' "for" has passed
 
 
+def settled(port: int, value: float) -> None:
+    """Wait until every live worker's last reload reads ``value``."""
+    deadline = time.monotonic() + 30
+    while scrape(port).get("vgate_config_last_reload_successful{}") != value:
+        assert time.monotonic() < deadline, scrape(port)
+        time.sleep(0.3)
+
+
 def test_a_failed_reload_fires_reload_failing(start_server, tmp_path):
     port = free_port()
     policies = tmp_path / "policies"
     shutil.copytree(POLICIES, policies)
     server = start_server(workers=2, policies=policies, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    settled(port, 1.0)  # a worker still starting can show 0 for a moment
     (policies / "broken.rego").write_text("package vgate.rules.broken\n\ndeny contains msg if {\n")
-    deadline = time.monotonic() + 30
-    while scrape(port).get("vgate_config_last_reload_successful{}") != 0.0 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    settled(port, 0.0)
     scrapes = traffic(server, port)
     assert scrapes[-1]["vgate_config_last_reload_successful{}"] == 0.0, scrapes[-1]
     firing(tmp_path, scrapes, 20, {"VgateReloadFailing"})
