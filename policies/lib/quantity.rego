@@ -50,4 +50,5 @@ _power_of_ten(exponent) := product([10 | some _ in numbers.range(1, exponent)]) 
 
 _power_of_ten(0) := 1
 
-_power_of_ten(exponent) := 1 / _power_of_ten(0 - exponent) if exponent < 0
+# Not recursive (1 / _power_of_ten(-exponent)): OPA refuses recursive rules (rego_recursion_error).
+_power_of_ten(exponent) := 1 / product([10 | some _ in numbers.range(1, 0 - exponent)]) if exponent < 0
