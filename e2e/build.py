@@ -20,7 +20,7 @@ MODULE = ROOT / "e2e" / "build"
 BIN = ROOT / ".e2e" / "bin"
 KUBERNETES_VERSION = "v1.34.4"
 
-# binary name -> Go package, built in the module at e2e/build (kwok: e2e/build/kwok, its own versions);
+# binary name -> Go package, built in the module at e2e/build (kwok and opa: their own modules and versions);
 # the names are what the upstream images call them.
 BINARIES = {
     "etcd": "go.etcd.io/etcd/server/v3",
@@ -31,8 +31,9 @@ BINARIES = {
     "vc-controller-manager": "volcano.sh/volcano/cmd/controller-manager",
     "vc-scheduler": "volcano.sh/volcano/cmd/scheduler",
     "kwok": "sigs.k8s.io/kwok/cmd/kwok",
+    "opa": "github.com/open-policy-agent/opa",
 }
-MODULE_OF = {"kwok": MODULE / "kwok"}
+MODULE_OF = {"kwok": MODULE / "kwok", "opa": MODULE / "opa"}
 
 
 def _ldflags() -> str:
