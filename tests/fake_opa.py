@@ -1,6 +1,7 @@
 """A stand-in OPA server for tests: OPA's Data API, evaluated with regorus on the same files.
 
-No OPA binary can be installed on these machines, so the remote backend is tested against this:
+The real OPA (built from its Go module) judges the samples in test_opa_backend.py; this stand-in
+injects the failures a real one will not produce on demand:
 ``PUT /v1/data/<path>`` stores data, ``POST /v1/data/<path>`` evaluates ``data.<path>`` with the
 posted ``input`` and answers ``{"result": ...}``, as OPA does. ``mode`` injects OPA's failures:
 ``down`` (refuses connections), ``slow`` (answers after ``delay``), ``error`` (HTTP 500),

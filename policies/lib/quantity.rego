@@ -17,13 +17,14 @@ _grammar := `^([+-]?)([0-9]*)(?:\.([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]{1,
 _binary := {"Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776, "Pi": 1125899906842624,
 	"Ei": 1152921504606846976}
 
-_decimal := {"n": 0.000000001, "u": 0.000001, "m": 0.001, "": 1, "k": 1000, "M": 1000000, "G": 1000000000,
-	"T": 1000000000000, "P": 1000000000000000, "E": 1000000000000000000}
+# Decimal suffixes as powers of ten: a fraction is divided by, never multiplied by (0.001 has no exact
+# binary form, and OPA's multiplication by it gives 0.099999999999999999995 for "100m").
+_decimal := {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 # The value of a quantity (a JSON number or a string in the grammar); undefined for anything else.
 value(q) := q if is_number(q)
 
-value(q) := (_sign[parts[1]] * to_number(_digits(parts[2], parts[3]))) * _multiplier(parts[4]) if {
+value(q) := _scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4]) if {
 	is_string(q)
 	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
 }
@@ -35,20 +36,43 @@ _digits(whole, fraction) := concat("", [_or_zero(whole), ".", _or_zero(fraction)
 
 _or_zero("") := "0"
 
+# Digits as a whole number; leading zeros dropped (regorus's to_number refuses "007").
+_integer(digits) := to_number(_or_zero(trim_left(digits, "0")))
+
 _or_zero(digits) := digits if digits != ""
 
-# A quantity of bytes: its value rounded up to a whole byte.
-bytes(q) := ceil(value(q))
+# A quantity of bytes: its value rounded up to a whole byte, as Quantity.Value() does. The fraction
+# is scaled and rounded up on its own: a float reads 64.000000000000001 as 64, so ceil(value(q))
+# would lose the byte Kubernetes counts (OPA, exact, keeps it; both engines agree this way).
+bytes(q) := ceil(q) if is_number(q)
 
-_multiplier(suffix) := _binary[suffix]
+bytes(q) := whole + ceil(fraction) if {
+	is_string(q)
+	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
+	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
+	whole == floor(whole) # a suffix of a whole multiple: the fraction is all that needs rounding
+	fraction := _times_ten_to(_scaled(_sign[parts[1]] * _integer(parts[3]), parts[4]), 0 - count(parts[3]))
+	_digits(parts[2], parts[3])
+}
 
-_multiplier(suffix) := _decimal[suffix]
+bytes(q) := ceil(value(q)) if {
+	is_string(q)
+	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
+	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
+	whole != floor(whole) # milli and the like: the value is small, a float holds it
+}
 
-_multiplier(suffix) := _power_of_ten(to_number(substring(suffix, 1, -1))) if regex.match(`^[eE][+-]?[0-9]+$`, suffix)
+_scaled(x, suffix) := x * _binary[suffix]
 
-_power_of_ten(exponent) := product([10 | some _ in numbers.range(1, exponent)]) if exponent > 0
+_scaled(x, suffix) := _times_ten_to(x, _decimal[suffix])
 
-_power_of_ten(0) := 1
+_scaled(x, suffix) := _times_ten_to(x, to_number(substring(suffix, 1, -1))) if regex.match(`^[eE][+-]?[0-9]+$`, suffix)
 
-# Not recursive (1 / _power_of_ten(-exponent)): OPA refuses recursive rules (rego_recursion_error).
-_power_of_ten(exponent) := 1 / product([10 | some _ in numbers.range(1, 0 - exponent)]) if exponent < 0
+# x * 10^exponent, dividing for a negative exponent. Not recursive: OPA refuses recursive rules.
+_times_ten_to(x, exponent) := x * _ten_to(exponent) if exponent >= 0
+
+_times_ten_to(x, exponent) := x / _ten_to(0 - exponent) if exponent < 0
+
+_ten_to(exponent) := product([10 | some _ in numbers.range(1, exponent)]) if exponent > 0
+
+_ten_to(0) := 1

@@ -43,6 +43,10 @@ test_bytes_round_up_as_quantity_value_does if {
 	quantity.bytes(68719476736.5) == 68719476737
 	quantity.bytes("100m") == 1
 	quantity.bytes("64Gi") == 68719476736
+	quantity.bytes("64.000000000000001Gi") == 68719476737
+	quantity.bytes("1.5m") == 1
+	quantity.bytes("1.5k") == 1500
+	quantity.bytes("0.1e1") == 1
 }
 
 test_what_kubernetes_rejects_is_undefined if {

@@ -196,10 +196,14 @@ _holds(expression, labels) if {
 	labels[expression.key] in object.get(expression, "values", [])
 }
 
+# A missing key is NotIn any list. Through a helper: OPA evaluates labels[key] before the `not`, so
+# `not labels[key] in values` would be undefined, not true, for a missing key (regorus: true).
 _holds(expression, labels) if {
 	expression.operator == "NotIn"
-	not labels[expression.key] in object.get(expression, "values", [])
+	not _label_in(labels, expression.key, object.get(expression, "values", []))
 }
+
+_label_in(labels, key, values) if labels[key] in values
 
 _holds(expression, labels) if {
 	expression.operator == "Exists"

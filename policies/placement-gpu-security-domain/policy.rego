@@ -37,8 +37,12 @@ accelerated contains judged.where if {
 	some resource in gpu.resources
 	# Any amount but zero counts, so an amount that is no quantity fails closed (not undefined).
 	amount := judged.container.resources[kind][resource]
-	not value_of(amount) == 0
+	not _zero(amount)
 }
+
+# Through a helper: OPA evaluates value_of(amount) before a `not`, so `not value_of(amount) == 0`
+# would be undefined, not true, for an amount that is no quantity (regorus: true).
+_zero(amount) if value_of(amount) == 0
 
 # The pools the pod may land in, if its spec limits them at all.
 pinned_pools(spec) := {spec.nodeSelector[gpu.nodePoolLabel]}

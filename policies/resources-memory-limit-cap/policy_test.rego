@@ -61,6 +61,14 @@ test_a_fraction_of_a_byte_rounds_up if {
 	count(testing.denials("resources_memory_limit_cap", with_limit("training", "68719476736.0"))) == 0
 }
 
+# A hair over the cap is over it: Kubernetes rounds "64.000000000000001Gi" up to 64Gi and a byte.
+# (A float reads 64.000000000000001 as 64: vgate admitted what OPA, exact, refused.)
+test_a_fraction_of_a_byte_too_small_for_a_float_rounds_up if {
+	some violation in testing.denials("resources_memory_limit_cap", with_limit("training", "64.000000000000001Gi"))
+	contains(violation, "above queue")
+	count(testing.denials("resources_memory_limit_cap", with_limit("training", "64.000000000000000Gi"))) == 0
+}
+
 test_milli_is_not_mega if {
 	count(testing.denials("resources_memory_limit_cap", with_limit("training", "68719476736000m"))) == 0
 	some violation in testing.denials("resources_memory_limit_cap", with_limit("training", "68719476737000m"))

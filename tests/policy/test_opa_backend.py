@@ -1,20 +1,27 @@
-"""The remote OPA backend (`vgate serve --opa-url`), against tests/fake_opa.py.
+"""The remote OPA backend (`vgate serve --opa-url`), against a real OPA and against tests/fake_opa.py.
 
-The fake evaluates policies/lib/main.rego (what a real OPA serves), so these tests also check
-that the files load unchanged behind OPA's Data API and judge like the in-process engine.
+The real one (`opa run --server` on the shipped policies, OPA built from its Go module with the
+e2e control plane) judges every sample as the in-process regorus engine does, and `opa test` passes
+every Rego test. The fake injects what a real OPA will not do on demand: being down, slow, answering
+500, garbage or a result that breaks the decision contract.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
+from e2e import build
 from webhook.offline.admit import admit
 
 from fake_opa import FakeOpa
-from helpers import POLICIES, pod, review
+from helpers import POLICIES, VGATE, free_port, pod, review
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 
@@ -31,17 +38,67 @@ def opa_server(opa, start_server):
     return start_server(workers=1, extra_args=("--opa-url", opa.url, "--opa-timeout", "0.5"))
 
 
-def test_samples_are_judged_by_opa_as_in_process(opa, opa_server, config, engine):
+@pytest.fixture(scope="session")
+def opa_binary() -> Path:
+    return build.build() / "opa"  # built (and cached) with the e2e control plane
+
+
+@pytest.fixture
+def real_opa(opa_binary: Path, tmp_path: Path) -> Iterator[str]:
+    """`opa run --server` on the shipped policies, as the README says to run it."""
+    port = free_port()
+    log = open(tmp_path / "opa.log", "wb")
+    process = subprocess.Popen([str(opa_binary), "run", "--server", "--addr", f"127.0.0.1:{port}",
+                                "--ignore", "*.yaml", str(POLICIES)], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if requests.get(url + "/health", timeout=1).status_code == 200:
+                break
+        except requests.ConnectionError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "opa.log").read_text()
+        time.sleep(0.2)
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+    log.close()
+
+
+def test_opa_test_passes_every_rego_test_regorus_passes(opa_binary: Path) -> None:
+    """The same tests, under OPA's exact arithmetic and regorus's floats: none may rely on either."""
+    opa = subprocess.run([str(opa_binary), "test", str(POLICIES), "--ignore", "*.yaml"], capture_output=True,
+                         text=True, timeout=300)
+    ours = subprocess.run([*VGATE, "test", str(POLICIES)], capture_output=True, text=True, timeout=300)
+    assert opa.returncode == 0 and ours.returncode == 0, opa.stdout + ours.stdout
+    count = ours.stdout.split("tests: ")[1].split("/")[0]
+    assert f"PASS: {count}/{count}" in opa.stdout, opa.stdout
+
+
+def test_samples_are_judged_by_a_real_opa_as_in_process(real_opa, start_server, config, engine):
+    served = start_server(workers=1, extra_args=("--opa-url", real_opa, "--opa-timeout", "5"))
+    judged = 0
     for sample in SAMPLES:
         for manifest in filter(None, yaml.safe_load_all(sample.read_text())):
             local = admit(manifest, config, engine)
             sent = review(manifest)
             sent["request"]["object"] = local.mutated
-            remote = opa_server.post("/validate", sent).json()["response"]
+            remote = served.post("/validate", sent).json()["response"]
             assert remote["allowed"] is local.validation.decision.allowed, sample
-            assert remote.get("status", {}).get("message", "") == local.validation.decision.message
+            assert remote.get("status", {}).get("message", "") == local.validation.decision.message, sample
+            judged += 1
+    assert judged >= len(SAMPLES)
+    assert served.session.get(served.url + "/readyz").json()["policyEngine"] == "opa"
+    pushed = requests.get(real_opa + "/v1/data/vgate/config", timeout=5).json()["result"]
+    assert pushed["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
+
+
+def test_the_fake_speaks_the_data_api_as_opa_does(opa, opa_server):
+    """What the failure tests below rely on: the fake answers a sample as OPA's Data API does."""
+    response = opa_server.post("/validate", review(pod())).json()["response"]
+    assert "allowed" in response
     assert set(opa.queries) == {"vgate/main/result"}
-    assert opa_server.session.get(opa_server.url + "/readyz").json()["policyEngine"] == "opa"
     assert opa.data["vgate"]["config"]["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
 
 
