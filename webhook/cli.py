@@ -145,10 +145,15 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="Gateway config whose values policies see as data.vgate.config. Default: the shipped example.")
 @click.option("-v", "--verbose", is_flag=True, help="List passing tests and samples too, not only failures.")
-def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> None:
+@click.option("-o", "--output", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
+              help="junit: JUnit XML for CI (a test case per Rego test and per sample manifest).")
+def test_policies(policy_dir: str, config_path: str | None, verbose: bool, output: str) -> None:
     """Run the Rego unit tests (with coverage) and check every rule's samples; exit 1 on any failure."""
+    import json as jsonlib
+
     from .core.config import load_config
     from .offline.policy_tests import check_samples, run_unit_tests
+    from .offline.results import junit, results_json, sample_cases, unit_test_case
 
     try:
         config = load_config(config_path)
@@ -156,6 +161,11 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
         samples = check_samples(policy_dir, config)
     except SourceError as error:
         raise click.ClickException(str(error)) from None
+    failed = sum(not t.passed for t in tests) + sum(not s.passed for s in samples)
+    if output != "text":
+        click.echo(jsonlib.dumps(results_json(tests, samples, coverage), indent=2) if output == "json" else
+                   junit([*map(unit_test_case, tests), *sample_cases(samples)]), nl=output == "json")
+        sys.exit(1 if failed or not tests else 0)
     for test in tests:
         if verbose or not test.passed:
             status = "PASS" if test.passed else "FAIL"
@@ -170,7 +180,6 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
     click.echo("-" * 72)
     for path, percent in sorted(coverage.items()):
         click.echo(f"coverage {percent:5.1f}% {path}")
-    failed = sum(not t.passed for t in tests) + sum(not s.passed for s in samples)
     click.echo(f"tests: {sum(t.passed for t in tests)}/{len(tests)} passed; "
                f"samples: {sum(s.passed for s in samples)}/{len(samples)} passed")
     if failed or not tests:
@@ -184,7 +193,8 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool) -> No
               help="The admission operation to simulate.")
 @click.option("--namespace", help="Namespace to admit into, overriding metadata.namespace (default: 'default').")
 @click.option("--user", default="vgate-eval", show_default=True, help="User name in the simulated request.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
+              help="junit: JUnit XML for CI (a test case per manifest; a denial or an error is its failure).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 @click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False))
 @click.option("--as-submitted", is_flag=True,
@@ -234,6 +244,10 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
         sys.exit(2)
     if output == "json":
         click.echo(jsonlib.dumps([v.as_json() for v in verdicts], indent=2))
+    elif output == "junit":
+        from .offline.results import junit, verdict_case
+
+        click.echo(junit(map(verdict_case, verdicts)), nl=False)
     else:
         click.echo("\n\n".join(v.as_text() for v in verdicts))
     sys.exit(0 if all(v.allowed for v in verdicts) else 1)
