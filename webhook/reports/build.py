@@ -44,10 +44,12 @@ from .mlps import chinese_name
 from .render_csv import CSV_FIELDS, csv_row
 from .render_html import render_html
 from .render_json import write_json
-from .render_policy_reports import policy_report
+from .render_policy_reports import cluster_report, namespaced_reports
+from .resource_results import ResourceResults
 from .sums import SUMS, digest_of, sign_files
 
-FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml")
+FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml", "reports.yaml",
+         "policyreports.yaml")
 DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message", "error")
 ERROR_FIELDS = ("time", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "httpStatus", "error",
                 "allowed", "message")
@@ -66,12 +68,12 @@ class HourTotals:
     users: Counter = field(default_factory=Counter)
     revisions: Counter = field(default_factory=Counter)
     rules: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    rule_resources: dict[str, list[dict[str, str]]] = field(default_factory=lambda: defaultdict(list))
     exceptions: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> rules, details, every use
     per_minute: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     dry_runs: int = 0
     records: int = 0
     segments: list[SegmentDigest] = field(default_factory=list)
+    resources: ResourceResults = field(default_factory=ResourceResults)
     denials: int = 0
     errors: int = 0
 
@@ -149,8 +151,12 @@ def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
                   for name, spool in spools.items()}
     html = render_html(document, listed["denials"], listed["errors"], language)
     (out / "report.html").write_text(html, encoding="utf-8")
-    (out / "clusterreport.yaml").write_text(yaml.safe_dump(policy_report(document, "openreports"), sort_keys=False))
-    (out / "clusterpolicyreport.yaml").write_text(yaml.safe_dump(policy_report(document, "wgpolicy"), sort_keys=False))
+    for flavour, cluster_file, namespaced_file in (("openreports", "clusterreport.yaml", "reports.yaml"),
+                                                   ("wgpolicy", "clusterpolicyreport.yaml", "policyreports.yaml")):
+        (out / cluster_file).write_text(yaml.safe_dump(cluster_report(document, totals.resources, flavour),
+                                                       sort_keys=False))
+        (out / namespaced_file).write_text(yaml.safe_dump_all(namespaced_reports(document, totals.resources, flavour),
+                                                              sort_keys=False))
     return document
 
 
@@ -236,6 +242,7 @@ def _records(path: Path, digest: SegmentDigest) -> Iterator[tuple[str, dict[str,
 
 def _count(totals: HourTotals, record: dict[str, Any]) -> None:
     totals.records += 1
+    totals.resources.add(record)
     decision = record.get("decision", "unknown")
     totals.decisions[decision] += 1
     totals.endpoints[record.get("endpoint", "")] += 1
@@ -256,10 +263,6 @@ def _count(totals: HourTotals, record: dict[str, Any]) -> None:
             used.update({k: v for k, v in details.get(name, {}).items() if k != "name"})
             used["uses"].append({"time": record.get("time"), "uid": record.get("uid"), "rule": result["id"],
                                  "namespace": record.get("namespace"), "name": record.get("name")})
-        kept = totals.rule_resources[result["id"]]
-        if len(kept) < 20:
-            kept.append({"kind": str(record.get("kind", "")).rsplit("/", 1)[-1],
-                         "namespace": record.get("namespace") or "", "name": record.get("name") or ""})
 
 
 def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Finding],
@@ -321,7 +324,6 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "integrity": {"ok": not integrity, "findings": [str(f) for f in integrity]},
         "previousReport": previous,
         "genesis": previous is None,
-        "ruleResources": {k: v for k, v in totals.rule_resources.items()},
         "denialCount": totals.denials,
         "errorCount": totals.errors,
     }

@@ -1,7 +1,12 @@
-"""clusterreport.yaml and clusterpolicyreport.yaml: the hour as Kubernetes policy reports.
+"""The hour as Kubernetes policy reports, in the shape Policy Reporter reads.
 
-An openreports.io/v1alpha1 ClusterReport and a wgpolicyk8s.io/v1alpha2 ClusterPolicyReport, one
-result per rule, for Policy Reporter and similar tools (validated against their CRDs in the tests).
+Per namespace a wgpolicyk8s.io/v1alpha2 ``PolicyReport`` (``policyreports.yaml``) and an
+openreports.io/v1alpha1 ``Report`` (``reports.yaml``), and for cluster-scoped objects one
+``ClusterPolicyReport`` (``clusterpolicyreport.yaml``) and one ``ClusterReport``
+(``clusterreport.yaml``): one result per resource and rule, from each resource's latest decision of
+the hour (``resource_results``), each result naming its resource, its rule's severity, category and
+MLPS control. Validated against the CRDs in the tests (a namespaced report has its cluster twin's
+schema).
 """
 
 from __future__ import annotations
@@ -10,30 +15,55 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from .resource_results import ResourceResults, resource_ref, status_of
 
-def policy_report(document: dict[str, Any], flavour: str) -> dict[str, Any]:
-    """A ClusterReport (openreports.io) or ClusterPolicyReport (wgpolicyk8s.io) of the hour, one result per rule."""
-    end = datetime.fromisoformat(document["to"])
-    results: list[dict[str, Any]] = []
-    summary: Counter[str] = Counter()
-    for rule in document["perRule"]:
-        status = "fail" if rule["deny"] else "warn" if rule["warn"] or rule["audit"] else "pass"
-        summary[status] += 1
-        results.append({
-            "policy": rule["id"], "rule": rule["id"], "result": status, "source": "vgate",
-            "severity": rule["severity"] if rule["severity"] in ("critical", "high", "medium", "low") else "info",
-            "category": rule["category"], "scored": True,
-            "message": f"{rule['deny']} denied, {rule['warn']} warned, {rule['audit']} audited, "
-                       f"{rule['excepted']} excepted in {document['hour']}",
-            "properties": {"control": rule["control"], "hour": document["hour"],
-                           **{k: str(rule[k]) for k in ("deny", "warn", "audit", "excepted")}},
-            "resources": [{"apiVersion": "v1", **r} for r in document["ruleResources"].get(rule["id"], [])],
-            "timestamp": {"seconds": int(end.timestamp()), "nanos": 0},
-        })
-    name = f"vgate-{document['hour'].lower().replace(':', '')}"
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+FLAVOURS = {
+    "wgpolicy": ("wgpolicyk8s.io/v1alpha2", "PolicyReport", "ClusterPolicyReport"),
+    "openreports": ("openreports.io/v1alpha1", "Report", "ClusterReport"),
+}
+
+
+def namespaced_reports(document: dict[str, Any], resources: ResourceResults, flavour: str) -> list[dict[str, Any]]:
+    """One report per namespace that has a resource with a result this hour."""
+    return [_report(document, items, flavour, namespace, resources.left_out)
+            for namespace, items in resources.by_namespace().items() if namespace]
+
+
+def cluster_report(document: dict[str, Any], resources: ResourceResults, flavour: str) -> dict[str, Any]:
+    """The report of the cluster-scoped resources (written every hour, empty or not)."""
+    return _report(document, resources.by_namespace().get("", []), flavour, "", resources.left_out)
+
+
+def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], dict[str, Any]]], flavour: str,
+            namespace: str, left_out: int) -> dict[str, Any]:
+    api_version, namespaced_kind, cluster_kind = FLAVOURS[flavour]
+    rules = {rule["id"]: rule for rule in document["perRule"]}
+    end = int(datetime.fromisoformat(document["to"]).timestamp())
+    results, summary = [], Counter[str]()
+    for key, latest in items:
+        for result in latest["rules"]:
+            status = status_of(result)
+            summary[status] += 1
+            rule = rules.get(result["id"], {})
+            results.append({
+                "policy": result["id"], "rule": result["id"], "result": status, "source": "vgate",
+                "severity": rule.get("severity") if rule.get("severity") in SEVERITIES else "info",
+                "category": rule.get("category") or "", "scored": True, "message": str(result.get("message", "")),
+                "properties": {"hour": document["hour"], "action": str(result.get("action")),
+                               "decidedAt": str(latest["time"]), "control": rule.get("control") or "",
+                               **({"exception": str(result["exception"])} if result.get("exception") else {})},
+                "resources": [resource_ref(key)],
+                "timestamp": {"seconds": end, "nanos": 0},
+            })
+    metadata: dict[str, Any] = {"name": f"vgate-{document['hour'].lower()}",
+                                "labels": {"app.kubernetes.io/managed-by": "vgate"},
+                                "annotations": {"vgate.io/hour": document["hour"],
+                                                "vgate.io/resources-left-out": str(left_out)}}
+    if namespace:
+        metadata["namespace"] = namespace
+    header = {"apiVersion": api_version, "kind": namespaced_kind if namespace else cluster_kind}
     if flavour == "openreports":
-        header = {"apiVersion": "openreports.io/v1alpha1", "kind": "ClusterReport", "source": "vgate"}
-    else:
-        header = {"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "ClusterPolicyReport"}
-    return {**header, "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "vgate"}},
+        header["source"] = "vgate"
+    return {**header, "metadata": metadata,
             "summary": {k: summary.get(k, 0) for k in ("pass", "fail", "warn", "error", "skip")}, "results": results}

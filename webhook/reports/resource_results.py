@@ -1,0 +1,67 @@
+"""Per-resource policy results of an hour, as Policy Reporter reads them.
+
+Policy Reporter (and Kyverno's own reports) show, per namespace, each resource and each rule's
+result for it. An hour's decision log may judge one resource many times (created, denied, fixed,
+updated): the report keeps each resource's latest judged decision only, and within it one result
+per rule that yielded one: deny is ``fail``, warn and audit ``warn``, a rule waived by a policy
+exception ``skip``. A resource whose latest decision yielded no result passed every rule and is
+not listed. Dry runs, exempt requests, errors without rule results and deletions are not resource
+states; /mutate's records carry no rule results. At most ``MAX_RESOURCES`` resources are kept
+(the newest win; the report says how many were left out), so a busy hour stays bounded in memory.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RESOURCES = 10_000
+STATUS = {"deny": "fail", "warn": "warn", "audit": "warn"}
+
+
+@dataclass
+class ResourceResults:
+    """Each resource's latest rule results in the hour, keyed by (namespace, kind, name)."""
+
+    latest: OrderedDict[tuple[str, str, str], dict[str, Any]] = field(default_factory=OrderedDict)
+    left_out: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Take one decision record (records arrive in time order)."""
+        if record.get("endpoint") != "validate" or record.get("dryRun") or record.get("exempt") \
+                or not record.get("name"):
+            return  # only /validate judges; a dry run or an exempt request leaves no resource state
+        key = (str(record.get("namespace") or ""), str(record.get("kind") or ""), str(record["name"]))
+        if record.get("operation") == "DELETE":
+            self.latest.pop(key, None)
+            return
+        rules = [r for r in record.get("rules") or [] if isinstance(r, dict) and "id" in r]
+        if not rules:
+            if record.get("decision") != "error":
+                self.latest.pop(key, None)  # judged again and nothing to say: it passes now
+            return
+        self.latest.pop(key, None)
+        self.latest[key] = {"time": record.get("time"), "rules": rules}
+        if len(self.latest) > MAX_RESOURCES:
+            self.latest.popitem(last=False)
+            self.left_out += 1
+
+    def by_namespace(self) -> dict[str, list[tuple[tuple[str, str, str], dict[str, Any]]]]:
+        """The resources grouped by namespace ("" for cluster-scoped ones), in a stable order."""
+        grouped: dict[str, list[tuple[tuple[str, str, str], dict[str, Any]]]] = {}
+        for key in sorted(self.latest):
+            grouped.setdefault(key[0], []).append((key, self.latest[key]))
+        return grouped
+
+
+def status_of(result: dict[str, Any]) -> str:
+    return "skip" if result.get("exception") else STATUS.get(str(result.get("action")), "warn")
+
+
+def resource_ref(key: tuple[str, str, str]) -> dict[str, str]:
+    """The ObjectReference of a record's resource: kind is "<group/version>/<Kind>" there."""
+    namespace, kind, name = key
+    api_version, _, kind_name = kind.rpartition("/")
+    reference = {"apiVersion": api_version or "v1", "kind": kind_name, "name": name}
+    return {**reference, "namespace": namespace} if namespace else reference
