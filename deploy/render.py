@@ -19,16 +19,23 @@ CHART = ROOT / "charts" / "vgate"
 NAMESPACE = "vgate-system"
 
 
-def render(values: dict[str, Any] | None = None, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
-    """The chart's objects for ``values``, as `helm template vgate charts/vgate -n <namespace>` gives them."""
-    manifests = helm.Chart.load(CHART).render(values or {}, name="vgate", namespace=namespace, is_install=True)
+def render(values: dict[str, Any] | None = None, namespace: str = NAMESPACE,
+           release: str = "vgate") -> list[dict[str, Any]]:
+    """The chart's objects for ``values``, as `helm template <release> charts/vgate -n <namespace>` gives them."""
+    manifests = helm.Chart.load(CHART).render(values or {}, name=release, namespace=namespace, is_install=True)
     return [document for path, text in sorted(manifests.items()) if not path.endswith("NOTES.txt")
             for document in yaml.safe_load_all(text) if document]
 
 
+# The chart will not render without a CA the API server can trust (a webhook it cannot call would
+# refuse every pod): deploy/ takes cert-manager's, the one way that needs no per-cluster value.
+DEPLOY_VALUES: dict[str, Any] = {"certManager": {"enabled": True}}
+
+
 def plain() -> str:
-    header = "# Rendered from charts/vgate with its default values by deploy/render.py: edit the chart, not this.\n"
-    return header + "---\n".join(yaml.safe_dump(document, sort_keys=False) for document in render())
+    header = ("# Rendered from charts/vgate by deploy/render.py with its default values and certManager.enabled=true "
+              "(cert-manager issues the serving certificate and injects the CA): edit the chart, not this.\n")
+    return header + "---\n".join(yaml.safe_dump(document, sort_keys=False) for document in render(DEPLOY_VALUES))
 
 
 if __name__ == "__main__":

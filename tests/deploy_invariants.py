@@ -117,6 +117,9 @@ def replicas_append_and_only_the_report_writer_holds_the_key(rendered: Objects) 
 
 
 def only_the_control_plane_and_monitoring_reach_the_webhook(rendered: Objects) -> None:
+    """When the NetworkPolicy is on (opt-in: it needs the API servers' addresses), it admits them only."""
+    if "NetworkPolicy/vgate" not in rendered:
+        return
     policy = rendered["NetworkPolicy/vgate"]["spec"]
     selector = rendered["Deployment/vgate"]["spec"]["selector"]["matchLabels"]
     assert policy["podSelector"]["matchLabels"] == selector

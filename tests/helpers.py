@@ -5,6 +5,7 @@ A plain module: tests import what they use from here; ``conftest.py`` holds only
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -233,3 +234,23 @@ def fill(mount: Path, leave: int = 0) -> Path:
         os.close(fd)
     os.truncate(filler, max(0, filler.stat().st_size - leave))
     return filler
+
+
+@functools.cache
+def test_ca_bundle() -> str:
+    """base64 of a real CA certificate's PEM, for charts rendered without cert-manager."""
+    import datetime
+
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    from webhook.server.certs import new_ca
+
+    cert, _ = new_ca("vgate-test-ca", datetime.datetime.now(datetime.timezone.utc), 365)
+    return base64.b64encode(cert.public_bytes(Encoding.PEM)).decode()
+
+
+def trusted(values: dict[str, Any]) -> dict[str, Any]:
+    """Chart values with a CA the API server trusts, unless they bring cert-manager or their own."""
+    if values.get("certManager", {}).get("enabled") or values.get("tls", {}).get("caBundle"):
+        return values
+    return {**values, "tls": {**values.get("tls", {}), "caBundle": test_ca_bundle()}}

@@ -21,10 +21,14 @@ import requests
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import POLICIES, ROOT, VGATE, fill, free_port, pod, review
+from helpers import POLICIES, ROOT, VGATE, fill, free_port, pod, review, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import render  # noqa: E402
+from render import render as render_chart  # noqa: E402
+
+
+def render(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return render_chart(trusted(values))
 
 EXPIRY = "vgate_tls_certificate_expiry_timestamp_seconds"
 
@@ -34,6 +38,11 @@ def chart_rules() -> list[dict[str, Any]]:
     rendered = render({"prometheusRule": {"enabled": True}})
     [rule] = [d for d in rendered if d["kind"] == "PrometheusRule"]
     return [r for group in rule["spec"]["groups"] for r in group["rules"] if "alert" in r]
+
+
+def report_writer() -> str:
+    [name] = [d["metadata"]["name"] for d in render({}) if d["kind"] == "CronJob"]
+    return str(name)
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -55,7 +64,8 @@ def series(scrapes: list[dict[str, float]], minutes: int) -> list[dict[str, str]
     for name in sorted(set().union(*scrapes)):
         values = [s.get(name) for s in scrapes]
         known = [v for v in values if v is not None]
-        step = known[-1] - known[-2] if len(known) > 1 and name.split("{")[0].endswith("_total") else 0.0
+        counter = name.split("{")[0].endswith(("_total", "_bucket", "_count", "_sum"))
+        step = known[-1] - known[-2] if len(known) > 1 and counter else 0.0
         if name.startswith(EXPIRY):
             step = -60.0  # a minute closer to expiry each minute
         written = " ".join("_" if v is None else repr(v) for v in values)
@@ -65,10 +75,13 @@ def series(scrapes: list[dict[str, float]], minutes: int) -> list[dict[str, str]
 
 
 def firing(tmp_path: Path, scrapes: list[dict[str, float]], at_minutes: int, expected: set[str]) -> None:
-    """Assert promtool finds exactly ``expected`` firing at ``at_minutes``, given these scrapes."""
+    """Assert promtool finds exactly ``expected`` firing at ``at_minutes``, given these scrapes (and
+    kube-state-metrics saying the chart's report writer succeeds every hour)."""
     rules = chart_rules()
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
-    tests = [{"interval": "1m", "input_series": series(scrapes, at_minutes + 5),
+    succeeding = f'kube_cronjob_status_last_successful_time{{cronjob="{report_writer()}",namespace="vgate-system"}}'
+    writer = {"series": succeeding, "values": f"0+60x{at_minutes + 5}"}
+    tests = [{"interval": "1m", "input_series": [writer, *series(scrapes, at_minutes + 5)],
               "alert_rule_test": [{"eval_time": f"{at_minutes}m", "alertname": rule["alert"], "exp_alerts": [
                   {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
                   if rule["alert"] in expected else []} for rule in rules]}]
@@ -78,12 +91,13 @@ def firing(tmp_path: Path, scrapes: list[dict[str, float]], at_minutes: int, exp
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def traffic(server: Any, port: int, rounds: int = 4, per_round: int = 10) -> list[dict[str, float]]:
+def traffic(server: Any, port: int, rounds: int = 4, per_round: int = 10,
+            labels: dict[str, str] | None = None) -> list[dict[str, float]]:
     """Scrape, then ``rounds`` times: send requests, scrape."""
     scrapes = [scrape(port)]
     for _ in range(rounds):
         for n in range(per_round):
-            server.post("/validate", review(pod(namespace="web", name=f"p{n}")))
+            server.post("/validate", review(pod(namespace="web", name=f"p{n}", labels=labels)))
         scrapes.append(scrape(port))
     return scrapes
 
@@ -148,22 +162,45 @@ def test_a_certificate_about_to_expire_fires_certificate_expiring(start_server, 
     firing(tmp_path, scrapes, 90, {"VgateCertificateExpiring"})
 
 
+def test_a_slow_policy_fires_slow_answers(start_server, tmp_path):
+    """Evaluations cut at a 3 s deadline: the 99th percentile passes half the webhooks' 5 s timeout."""
+    port = free_port()
+    policies = tmp_path / "policies"
+    shutil.copytree(POLICIES, policies)
+    slow = policies / "zz-slow"
+    slow.mkdir()
+    (slow / "policy.rego").write_text(
+        (POLICIES / "security-privileged-container" / "policy.rego").read_text().split("package ")[0]
+        .replace("id: security-privileged-container", "id: zz-slow")
+        + "package vgate.rules.zz_slow\n\nimport rego.v1\n\n"
+          "deny contains \"never\" if {\n\tinput.request.object.metadata.labels.speed == \"slow\"\n"
+          "\tcount([x | some x in numbers.range(1, 2000000000)]) < 0\n}\n")
+    config = yaml.safe_load((ROOT / "webhook" / "core" / "defaults" / "vgate.yaml").read_text()) or {}
+    config.setdefault("server", {})["evaluationTimeoutSeconds"] = 3
+    server = start_server(workers=1, policies=policies, config_text=yaml.safe_dump(config),
+                          extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    scrapes = traffic(server, port, rounds=3, per_round=2, labels={"speed": "slow"})
+    assert scrapes[-1]['vgate_admission_duration_seconds_bucket{endpoint="validate",le="2.5"}'] < \
+        scrapes[-1]['vgate_admission_duration_seconds_bucket{endpoint="validate",le="5.0"}'], scrapes[-1]
+    firing(tmp_path, scrapes, 20, {"VgateSlowAnswers"})  # 2 errors a minute: under the error alert's 0.1/s
+
+
 def test_the_report_writer_alert_watches_the_charts_cronjob(tmp_path):
     """VgateReportMissing reads kube-state-metrics, not vgate: given the series it exports for the
-    chart's own CronJob, silent for three hours, it fires; for another CronJob it does not."""
-    [cronjob] = [d["metadata"]["name"] for d in render({}) if d["kind"] == "CronJob"]
+    chart's own CronJob, silent for three hours, it fires; without any series for it (no
+    kube-state-metrics, or another CronJob only) it fires too, saying so; succeeding, it does not."""
+    cronjob = report_writer()
     rules = chart_rules()
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
     [rule] = [r for r in rules if r["alert"] == "VgateReportMissing"]
-    last_success = {"series": f'kube_cronjob_status_last_successful_time{{cronjob="{cronjob}",namespace="vgate"}}',
-                    "values": "0x300"}  # the last success at t=0, never again
-    other = {"series": 'kube_cronjob_status_last_successful_time{cronjob="other",namespace="vgate"}',
-             "values": "0x300"}
-    tests = [{"interval": "1m", "input_series": [last_success],
-              "alert_rule_test": [{"eval_time": "200m", "alertname": "VgateReportMissing", "exp_alerts": [
-                  {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]}]},
-             {"interval": "1m", "input_series": [other],
-              "alert_rule_test": [{"eval_time": "200m", "alertname": "VgateReportMissing", "exp_alerts": []}]}]
+    fires = [{"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
+    ours = f'kube_cronjob_status_last_successful_time{{cronjob="{cronjob}",namespace="vgate-system"}}'
+    cases = [([{"series": ours, "values": "0x300"}], fires),  # the last success at t=0, never again
+             ([{"series": ours.replace(cronjob, "other"), "values": "0x300"}], fires),
+             ([{"series": ours, "values": "0+60x300"}], [])]
+    tests = [{"interval": "1m", "input_series": series_given, "alert_rule_test": [
+        {"eval_time": "200m", "alertname": "VgateReportMissing", "exp_alerts": expected}]}
+        for series_given, expected in cases]
     (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
     done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)

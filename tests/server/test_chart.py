@@ -12,10 +12,17 @@ import kubernetes_validate
 import pytest
 
 import deploy_invariants as check
-from helpers import K8S_VERSION, ROOT
+from helpers import K8S_VERSION, ROOT, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import CHART, plain, render  # noqa: E402
+from render import CHART, plain  # noqa: E402
+from render import render as render_chart  # noqa: E402
+
+
+def render(values: dict | None = None, namespace: str = "vgate-system", release: str = "vgate") -> list[dict]:
+    """The chart rendered with ``values``, trusting a CA (the chart refuses to render without one)."""
+    return render_chart(trusted(values or {}), namespace=namespace, release=release)
+
 
 VALUE_SETS = {
     "defaults": {},
@@ -26,8 +33,18 @@ VALUE_SETS = {
     "by-url": {"webhooks": {"url": "https://192.0.2.10:8443/"}},
     "three-exempt": {"exemptNamespaces": ["kube-system", "kube-public", "kube-node-lease", "volcano-system",
                                           "gpu-operator", "monitoring", "logging"]},
-    "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
+    "monitoring": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+                   "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
                    "grafanaDashboard": {"enabled": True}},
+    "network-policy": {"networkPolicy": {"enabled": True, "controlPlaneCIDRs": ["10.0.0.0/24"]}},
+    "scheduled": {"nodeSelector": {"node-role.kubernetes.io/platform": ""},
+                  "tolerations": [{"key": "platform", "operator": "Exists", "effect": "NoSchedule"}],
+                  "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                      "nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+                  "imagePullSecrets": [{"name": "regcred"}],
+                  "webhooks": {"matchConditions": [
+                      {"name": "not-nodes", "expression": "!request.userInfo.username.startsWith('system:node:')"}]}},
 }
 NAMESPACE = "platform-admission"
 # Custom resources (cert-manager, prometheus-operator) are not in the Kubernetes schema.
@@ -42,7 +59,7 @@ def rendering(request):
 
 @pytest.mark.parametrize("name", list(VALUE_SETS))
 def test_the_chart_lints_clean_for_every_value_set(name):
-    report = helm.lint(CHART, VALUE_SETS[name], strict=True, namespace=NAMESPACE, kube_version="v1.35.0")
+    report = helm.lint(CHART, trusted(VALUE_SETS[name]), strict=True, namespace=NAMESPACE, kube_version="v1.35.0")
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
 
@@ -145,7 +162,7 @@ def test_monitoring_objects_alert_on_what_the_issue_names():
     assert rendered["ServiceMonitor/vgate"]["spec"]["endpoints"][0]["path"] == "/metrics"
     alerts = {rule["alert"] for group in rendered["PrometheusRule/vgate"]["spec"]["groups"] for rule in group["rules"]}
     assert alerts == {"VgateWebhookErrors", "VgateDeniedUnrecorded", "VgateReloadFailing", "VgateReportMissing",
-                      "VgateCertificateExpiring"}
+                      "VgateCertificateExpiring", "VgateSlowAnswers"}
 
 
 def test_deploy_is_the_charts_plain_rendering():
@@ -210,3 +227,64 @@ def test_the_dashboard_and_alerts_query_only_metrics_vgate_exposes():
     emitted |= {f"http_{status}" for status in (400, 408, 413)}
     selected = {reason for q in queries for reason in re.findall(r'vgate_errors_total\{[^}]*reason="(\w+)"', q)}
     assert "audit" in emitted and selected <= emitted, selected - emitted
+
+
+def test_the_chart_refuses_to_render_a_webhook_the_api_server_cannot_trust():
+    """No caBundle and no cert-manager: the fail-closed webhook would refuse every pod; say the two ways."""
+    with pytest.raises(helm.errors.HelmRenderError) as refused:
+        render_chart({})
+    assert "tls.caBundle" in str(refused.value) and "certManager.enabled=true" in str(refused.value)
+    assert "Cg==" not in plain()  # deploy/ takes cert-manager's CA
+
+
+def test_the_network_policy_is_opt_in_and_needs_the_api_servers_addresses():
+    assert not any(key.startswith("NetworkPolicy/") for key in check.by_name(render()))
+    with pytest.raises(helm.errors.HelmRenderError, match="networkPolicy.controlPlaneCIDRs"):
+        render({"networkPolicy": {"enabled": True}})
+    policy = check.by_name(render(VALUE_SETS["network-policy"]))["NetworkPolicy/vgate"]
+    assert policy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+
+
+def test_two_releases_share_no_name():
+    first, second = (check.by_name(render(release=name)) for name in ("vgate", "team-b"))
+    for key in second:
+        kind, name = key.split("/", 1)
+        if kind != "PriorityClass":  # named by the config's queues; priorityClasses.create: false in all but one
+            assert "team-b-vgate" in name, key
+            assert key not in first, key
+    assert "MutatingWebhookConfiguration/team-b-vgate" in second
+    webhook = second["ValidatingWebhookConfiguration/team-b-vgate"]["webhooks"][0]
+    assert webhook["clientConfig"]["service"]["name"] == "team-b-vgate"
+
+
+@pytest.mark.parametrize("replicas,expected", [(1, None), (2, 1), (3, 2), (5, 2)])
+def test_the_disruption_budget_never_blocks_every_drain(replicas, expected):
+    rendered = check.by_name(render({"replicaCount": replicas}))
+    budget = rendered.get("PodDisruptionBudget/vgate")
+    assert (budget["spec"]["minAvailable"] if budget else None) == expected
+
+
+def test_scheduling_pull_secrets_and_match_conditions_reach_both_pods_and_both_webhooks():
+    values = VALUE_SETS["scheduled"]
+    rendered = check.by_name(render(values))
+    gateway = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
+    writer = rendered["CronJob/vgate-report-writer"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    for pod in (gateway, writer):
+        for key in ("nodeSelector", "tolerations", "affinity", "imagePullSecrets"):
+            assert pod[key] == values[key], key
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert rendered[f"{kind}/vgate"]["webhooks"][0]["matchConditions"] == values["webhooks"]["matchConditions"]
+
+
+def test_monitoring_objects_carry_the_labels_prometheus_selects():
+    rendered = check.by_name(render(VALUE_SETS["monitoring"]))
+    for key in ("ServiceMonitor/vgate", "PrometheusRule/vgate"):
+        assert rendered[key]["metadata"]["labels"]["release"] == "kube-prometheus-stack", key
+
+
+def test_cert_managers_namespace_is_exempt_when_it_issues_the_certificate(tmp_path):
+    rendered = check.by_name(render(VALUE_SETS["cert-manager"]))
+    assert "cert-manager" in check.config_of(rendered, tmp_path).document["exemptNamespaces"]
+    selector = rendered["ValidatingWebhookConfiguration/vgate"]["webhooks"][0]["namespaceSelector"]
+    assert "cert-manager" in selector["matchExpressions"][0]["values"]
+    assert "cert-manager" not in check.config_of(check.by_name(render()), tmp_path).document["exemptNamespaces"]

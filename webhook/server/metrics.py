@@ -37,7 +37,7 @@ class Metrics:
             ["endpoint", "kind", "operation", "decision", "dry_run"], registry=self.registry)
         self.latency = Histogram(
             "vgate_admission_duration_seconds", "Time from request body to response, by endpoint.",
-            ["endpoint"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            ["endpoint"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
             registry=self.registry)
         self.violations = Counter(
             "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn, audit, excepted).",

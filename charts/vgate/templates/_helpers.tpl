@@ -9,6 +9,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 
+{{/* The release's name for its objects: the release name when it names vgate already (a release
+called "vgate" gives "vgate", "vgate-report-writer"), else "<release>-vgate". Cluster-scoped objects
+(the webhook configurations) carry it too, so two releases never collide. */}}
+{{- define "vgate.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end }}
+
 {{- define "vgate.selector" -}}
 app.kubernetes.io/name: vgate
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -22,17 +33,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end }}
 
-{{/* The exempt namespaces: the value's list and the release's own namespace, sorted, once. */}}
+{{/* The exempt namespaces: the value's list, the release's own namespace and, with cert-manager,
+cert-manager's (it renews vgate's certificate: it must be able to start while vgate is down). */}}
 {{- define "vgate.exempt" -}}
-{{- append .Values.exemptNamespaces .Release.Namespace | uniq | sortAlpha | toJson -}}
+{{- $exempt := append .Values.exemptNamespaces .Release.Namespace -}}
+{{- if .Values.certManager.enabled -}}
+{{- $exempt = append $exempt .Values.certManager.namespace -}}
+{{- end -}}
+{{- $exempt | uniq | sortAlpha | toJson -}}
 {{- end }}
 
 {{- define "vgate.anchorClaim" -}}
-{{- .Values.reportWriter.anchor.existingClaim | default "vgate-report-anchor" -}}
+{{- .Values.reportWriter.anchor.existingClaim | default (printf "%s-report-anchor" (include "vgate.fullname" .)) -}}
 {{- end }}
 
 {{- define "vgate.auditClaim" -}}
-{{- .Values.audit.existingClaim | default "vgate-audit" -}}
+{{- .Values.audit.existingClaim | default (printf "%s-audit" (include "vgate.fullname" .)) -}}
 {{- end }}
 
 {{/* The gateway config: the `config` value, with what the chart decides written in. */}}
@@ -66,20 +82,23 @@ clientConfig:
   url: {{ printf "%s%s" (trimSuffix "/" .root.Values.webhooks.url) .path | quote }}
   {{- else }}
   service:
-    name: vgate
+    name: {{ include "vgate.fullname" .root }}
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
     port: 443
   {{- end }}
   {{- if not .root.Values.certManager.enabled }}
-  caBundle: {{ .root.Values.tls.caBundle | default "Cg==" }}
+  {{- if not .root.Values.tls.caBundle }}
+  {{- fail "vgate: the API server must trust vgate's certificate, or every pod creation is refused behind the fail-closed webhook: set tls.caBundle (base64 of the CA that signed tls.secretName, e.g. from `vgate certs`), or certManager.enabled=true" }}
+  {{- end }}
+  caBundle: {{ .root.Values.tls.caBundle }}
   {{- end }}
 {{- end }}
 
 {{- define "vgate.webhookAnnotations" -}}
 {{- if .Values.certManager.enabled }}
 annotations:
-  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/vgate-serving
+  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "vgate.fullname" $ }}-serving
 {{- end }}
 {{- end }}
 
@@ -117,4 +136,27 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
   drop: [ALL]
+{{- end }}
+
+{{/* Where a pod of the release may run, and how it pulls its image: the gateway's and the writer's. */}}
+{{- define "vgate.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The CEL matchConditions both webhooks carry, if any. */}}
+{{- define "vgate.matchConditions" -}}
+{{- with .Values.webhooks.matchConditions }}
+matchConditions: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
