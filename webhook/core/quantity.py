@@ -32,9 +32,14 @@ def parse_quantity(value: str | int | float) -> Decimal:
         raise ValueError(f"not a quantity: {value!r}") from exc
     if suffix in _BINARY:
         return base * _BINARY[suffix]
-    if suffix[:1] in ("e", "E"):
+    if _is_exponent(suffix):
         return base * (Decimal(10) ** int(suffix[1:]))
     return base * _DECIMAL[suffix]
+
+
+def _is_exponent(suffix: str) -> bool:
+    """"e3", "E-2": a decimal exponent; "E" alone is exa (10^18), a decimal SI suffix."""
+    return len(suffix) > 1 and suffix[0] in ("e", "E")
 
 
 _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
@@ -69,7 +74,7 @@ def canonical_quantity(value: str | int | float, *, round_up_to_milli: bool = Fa
             units, power = units // 1024, power + 1
         return f"{units}{_BINARY_SUFFIXES[power]}"
     mantissa, exponent = nano, -9
-    exponent_form = suffix[:1] in ("e", "E")
+    exponent_form = _is_exponent(suffix)
     while mantissa % 1000 == 0 and (exponent_form or exponent < 18):
         mantissa, exponent = mantissa // 1000, exponent + 3
     if exponent_form:
@@ -86,7 +91,7 @@ def _kept_as_written(number: str, suffix: str) -> bool:
     if suffix in _BINARY:
         return not fraction and whole.isdigit() and int(whole) % 8 != 0 and len(whole) <= 9
     shifted = whole + fraction
-    exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else {
+    exponent = int(suffix[1:]) if _is_exponent(suffix) else {
         "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[suffix]
     scale = exponent - len(fraction)
     return (len(shifted) <= 18 and scale >= -9 and scale % 3 == 0 and shifted.isdigit()
