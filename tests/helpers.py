@@ -101,6 +101,9 @@ class Server:
         self.url = f"https://localhost:{self.port}"
         self.ca = workdir / "certs" / "ca.crt"
         self.audit_dir = audit_dir or workdir / "audit"
+        bind = [a.split("=", 1)[1] if "=" in a else extra_args[i + 1] for i, a in enumerate(extra_args)
+                if a.split("=", 1)[0] == "--metrics-bind"]
+        self.probes_url = f"http://{bind[0]}" if bind else None
         config_path = self.config_path = workdir / "vgate.yaml"
         workdir.mkdir(parents=True, exist_ok=True)
         text = config_text if config_text is not None else DEFAULT_CONFIG_PATH.read_text()
@@ -150,11 +153,18 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError(f"vgate serve exited {self.process.returncode}:\n{self.output()}")
             try:
-                if self.session.get(self.url + "/readyz", timeout=2).status_code == 200:
+                if self._ready():
                     return
             except OSError:  # not listening yet, or (self-generated certs) no CA file yet
                 time.sleep(0.2)
         raise RuntimeError(f"vgate serve not ready in 30 s:\n{self.output()}")
+
+    def _ready(self) -> bool:
+        """/readyz on the probe port when --metrics-bind gives one (the admission port then has none)."""
+        if self.probes_url:
+            return (requests.get(self.probes_url + "/readyz", timeout=2).status_code == 200
+                    and self.session.get(self.url + "/healthz", timeout=2).status_code == 200)
+        return self.session.get(self.url + "/readyz", timeout=2).status_code == 200
 
     def output(self) -> str:
         self.log.flush()

@@ -132,7 +132,11 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
         status_dir = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "status"
         status_dir.mkdir(exist_ok=True)
         os.environ[STATUS_DIR_ENV] = str(status_dir)
-        serve_probes(metrics_bind, status_dir)
+        try:
+            serve_probes(metrics_bind, status_dir)
+        except OSError as error:  # in use, not an address of this host, no permission
+            raise click.ClickException(f"--metrics-bind {metrics_bind}: cannot listen there: "
+                                       f"{error.strerror or error}") from None
         log.info("probes and metrics on http://%s", metrics_bind)
 
     limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],

@@ -95,3 +95,12 @@ def test_bad_input_exits_2_with_the_file(tmp_path, content, message):
 def test_missing_file_exits_2():
     result = vgate_eval("-f", "/nonexistent/pod.yaml")
     assert result.returncode == 2 and "cannot read" in result.stderr
+
+
+def test_a_missing_policy_directory_says_how_to_name_one(tmp_path):
+    """Run from elsewhere, vgate finds no policies/: the error says where it looked and what to pass."""
+    manifest = POLICIES / "security-privileged-container" / "samples" / "denied-privileged.yaml"
+    for command in (["eval", "-f", str(manifest)], ["serve", "--bind", "127.0.0.1:1"]):
+        result = subprocess.run([*VGATE, *command], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+        assert f"{tmp_path}/policies: policy directory does not exist: give it with --policies DIR" in result.stderr

@@ -30,6 +30,27 @@ def test_probes_and_metrics_are_served_apart_from_the_admission_port(start_serve
     refused = requests.post(probes + "/validate", data=json.dumps(review(pod())), timeout=5)
     assert refused.status_code == 405 and refused.json()["status"] == 405
     assert requests.get(probes + "/validate", timeout=5).status_code == 404
+    for path in ("/metrics", "/readyz"):  # the admission port answers the API server alone
+        answer = server.session.get(server.url + path)
+        assert answer.status_code == 404 and answer.json()["status"] == 404, path
+    assert server.session.get(server.url + "/healthz").json() == {"status": "ok"}
+
+
+def test_a_probe_port_in_use_is_one_line_not_a_traceback(start_server):
+    import socket
+    import subprocess
+
+    from helpers import VGATE
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*VGATE, "serve", "--bind", "127.0.0.1:0", "--workers", "1",
+                               "--metrics-bind", f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"Error: --metrics-bind 127.0.0.1:{port}: cannot listen there: " \
+                                                   "Address already in use"
 
 
 def test_ready_only_while_every_live_worker_recently_said_so(tmp_path):

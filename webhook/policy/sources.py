@@ -49,7 +49,8 @@ def load_policy_set(root: str | Path, *, include_tests: bool = False) -> PolicyS
     """Read every ``.rego`` file under ``root``; unit tests (``*_test.rego``) only when asked."""
     root = Path(root)
     if not root.is_dir():
-        raise PolicyError(str(root), None, "policy directory does not exist")
+        raise PolicyError(str(root.absolute()), None, "policy directory does not exist: give it with --policies DIR "
+                          "(vgate test DIR), or run vgate from the directory that holds policies/")
     paths = sorted(p for p in root.rglob("*.rego") if include_tests or not p.name.endswith("_test.rego"))
     if not paths:
         raise PolicyError(str(root), None, "no .rego files found")

@@ -39,8 +39,11 @@ class OrjsonProvider(JSONProvider):
         return Response(orjson.dumps(obj), mimetype="application/json")
 
 
-def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
-    """A Flask app serving the gateway in force and its metrics; build as many as you like."""
+def create_app(live: LiveGateway, metrics: Metrics, *, probes: bool = True) -> Flask:
+    """A Flask app serving the gateway in force and its metrics; build as many as you like.
+
+    ``probes=False`` (``--metrics-bind`` gives them a port of their own): /readyz and /metrics are
+    not served on the admission port, which then answers the API server alone (and /healthz)."""
     app = Flask("vgate")
     app.json = json = OrjsonProvider(app)
 
@@ -76,15 +79,16 @@ def create_app(live: LiveGateway, metrics: Metrics) -> Flask:
     def healthz() -> Response:
         return json.response({"status": "ok"})
 
-    @app.get("/readyz")
-    def readyz() -> Response:
-        status, body = readiness(live)
-        return json.response(body) if status == 200 else _error(status, body["error"])
+    if probes:
+        @app.get("/readyz")
+        def readyz() -> Response:
+            status, body = readiness(live)
+            return json.response(body) if status == 200 else _error(status, body["error"])
 
-    @app.get("/metrics")
-    def metrics_view() -> Response:
-        payload, content_type = metrics.exposition()
-        return Response(payload, content_type=content_type)
+        @app.get("/metrics")
+        def metrics_view() -> Response:
+            payload, content_type = metrics.exposition()
+            return Response(payload, content_type=content_type)
 
     @app.errorhandler(RequestError)
     def request_error(error: RequestError) -> Response:

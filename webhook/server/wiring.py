@@ -93,7 +93,7 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
-    return create_app(live, metrics), live
+    return create_app(live, metrics, probes=not os.environ.get(STATUS_DIR_ENV)), live
 
 
 def build_app(settings: Settings) -> Flask:
