@@ -175,6 +175,9 @@ def test_warnings_reach_kubectl_as_warnings(kube: Kube) -> None:
     assert result.ok, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning: ")]
     assert any("[security-run-as-non-root]" in line for line in warnings), result.stderr
+    # The training queue's Guaranteed QoS chose the resources this pod did not set, and says so.
+    assert "Warning: pod container main set no cpu/memory: queue training (Guaranteed) gave it cpu 1, memory 4Gi; " \
+           "set resources to choose" in warnings, result.stderr
 
 
 def test_server_side_dry_run_is_judged_and_recorded_as_dry_run(kube: Kube) -> None:

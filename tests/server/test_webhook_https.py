@@ -85,6 +85,12 @@ def test_mutate_returns_base64_json_patch_for_a_pod(server):
     result = jsonpatch.apply_patch(source, patch)
     second = answer(server.post("/mutate", review(result)))
     assert "patch" not in second, "mutation must be idempotent"
+    assert response["warnings"] == ["pod container main set no cpu/memory: queue training (Guaranteed) gave it "
+                                    "cpu 1, memory 4Gi; set resources to choose"]  # not silently
+    assert "warnings" not in second or not second["warnings"]
+    given = pod(namespace="ml-training", containers=[{"name": "main", "image": "registry.example.com/app:1",
+                                                     "resources": {"limits": {"cpu": "8", "memory": "64Gi"}}}])
+    assert not answer(server.post("/mutate", review(given))).get("warnings")  # its own: nothing to say
 
 
 def test_validate_denies_with_every_rule_and_how_to_fix(server):

@@ -60,6 +60,7 @@ class Mutation:
     patch: list[dict[str, Any]] = field(default_factory=list)
     queue: str | None = None
     qos_classes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # resources vgate chose for the submitter
 
     @property
     def paths(self) -> list[str]:
@@ -211,8 +212,9 @@ def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config) -> Mutation
     if matches_globs(namespace, config.volcano["namespaces"]) and spec.get("schedulerName") in _DEFAULT_SCHEDULERS:
         spec["schedulerName"] = config.volcano["schedulerName"]
     _inject_priority(spec, queue, config, with_value=True)
-    qos_class = _inject_qos(pod, annotations_of(pod), queue, config)
-    return Mutation(queue=queue, qos_classes=[qos_class])
+    warnings: list[str] = []
+    qos_class = _inject_qos(pod, annotations_of(pod), queue, config, warnings, "pod")
+    return Mutation(queue=queue, qos_classes=[qos_class], warnings=warnings)
 
 
 def _mutate_job(job: dict[str, Any], namespace: str, config: Config) -> Mutation:
@@ -223,9 +225,10 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config) -> Mutation
         spec["schedulerName"] = config.volcano["schedulerName"]
     _inject_priority(spec, queue, config, with_value=False)
     job_request = annotations_of(job)
-    classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config)
-               for template in task_templates(job)]
-    return Mutation(queue=queue, qos_classes=classes)
+    warnings: list[str] = []
+    classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config, warnings,
+                           f"task[{index}]") for index, template in enumerate(task_templates(job))]
+    return Mutation(queue=queue, qos_classes=classes, warnings=warnings)
 
 
 def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config) -> Mutation:
@@ -253,14 +256,19 @@ def _inject_priority(spec: dict[str, Any], queue: str, config: Config, *, with_v
         spec["priority"] = config.priority_values[definition.priority_class]
 
 
-def _inject_qos(holder: dict[str, Any], annotations: dict[str, str], queue: str, config: Config) -> str:
-    """Decide the QoS class of a pod (or pod template), fill in resources, record the class."""
+def _inject_qos(holder: dict[str, Any], annotations: dict[str, str], queue: str, config: Config,
+                warnings: list[str], where: str) -> str:
+    """Decide the QoS class of a pod (or pod template), fill in resources, record the class; a
+    warning for each container given the queue's default resources."""
     spec = holder.setdefault("spec", {})
     definition = config.queue(queue)
     qos_class = (requested_qos(annotations, config)
                  or (definition.qos_class if definition else None)
                  or kubernetes_qos(spec))
-    apply_qos(spec, qos_class, config)
+    for container, given in apply_qos(spec, qos_class, config).items():
+        chosen = ", ".join(f"{name} {quantity}" for name, quantity in sorted(given.items()))
+        warnings.append(f"{where} container {container} set no {'/'.join(sorted(given))}: queue {queue} ({qos_class}) "
+                        f"gave it {chosen}; set resources to choose")
     if annotations_of(holder).get(QOS_ANNOTATION) != qos_class:
         set_annotation(holder, QOS_ANNOTATION, qos_class)
     return qos_class

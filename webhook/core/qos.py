@@ -51,26 +51,37 @@ def requested_qos(annotations: dict[str, str], config: Config) -> str | None:
     return value if config.qos["honorAnnotation"] and value in QOS_CLASSES else None
 
 
-def apply_qos(spec: dict[str, Any], qos_class: str, config: Config) -> None:
-    """Fill in requests/limits in place so the spec is of ``qos_class``; BestEffort adds nothing."""
+def apply_qos(spec: dict[str, Any], qos_class: str, config: Config) -> dict[str, dict[str, str]]:
+    """Fill in requests/limits in place so the spec is of ``qos_class``; BestEffort adds nothing.
+
+    Returns what came from the config's defaults rather than the container's own values (container
+    name -> resource -> quantity), so the answer can say so: a GPU job that set nothing otherwise
+    runs on the default 1 CPU and 4Gi without a word."""
+    defaulted: dict[str, dict[str, str]] = {}
     if qos_class == "Guaranteed":
         defaults = {"cpu": config.qos["cpu"]["guaranteed"]["limit"],
                     "memory": config.qos["memory"]["guaranteed"]["limit"]}
         for container in containers_of(spec):
-            _make_guaranteed(container, defaults)
+            if given := _make_guaranteed(container, defaults):
+                defaulted[str(container.get("name"))] = given
     elif qos_class == "Burstable":
         burstable = config.qos["memory"]["burstable"]
         for container in containers_of(spec):
             _give_memory_floor(container, burstable["request"], burstable["limit"])
+    return defaulted
 
 
-def _make_guaranteed(container: dict[str, Any], defaults: dict[str, str]) -> None:
-    """requests == limits for cpu and memory: the limit, else the request, else the default."""
+def _make_guaranteed(container: dict[str, Any], defaults: dict[str, str]) -> dict[str, str]:
+    """requests == limits for cpu and memory: the limit, else the request, else the default (returned)."""
     resources = _resources(container)
+    given = {}
     for name in COMPUTE:
-        value = resources["limits"].get(name) or resources["requests"].get(name) or defaults[name]
+        value = resources["limits"].get(name) or resources["requests"].get(name)
+        if not value:
+            value = given[name] = defaults[name]
         resources["limits"][name] = value
         resources["requests"][name] = value
+    return given
 
 
 def _give_memory_floor(container: dict[str, Any], default_request: str, default_limit: str) -> None:

@@ -59,7 +59,7 @@ class Gateway:
             log.exception("mutation failed for %s %s", request.kind, request.uid)
             self.metrics.errors.labels("mutate", "mutation").inc()
             mutation, error = Mutation(), f"mutation failed: {exc}"
-        decision = Decision(patch=mutation.patch)
+        decision = Decision(patch=mutation.patch, warnings=mutation.warnings if mutation.patch else [])
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
                                 patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
