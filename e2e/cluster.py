@@ -149,7 +149,7 @@ def identity_kubeconfig(name: str, user: str, groups: tuple[str, ...] = ()) -> P
     return _kubeconfig(RUN / f"{name}.kubeconfig", ca.cert_path, cert, user)
 
 
-def _service_account_user(namespace: str, name: str) -> tuple[str, tuple[str, ...]]:
+def service_account_user(namespace: str, name: str) -> tuple[str, tuple[str, ...]]:
     """How RBAC knows a service account: a client certificate with this subject is that account."""
     return (f"system:serviceaccount:{namespace}:{name}",
             ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"))
@@ -245,7 +245,7 @@ def _start_volcano(binaries: Path, ca: pki.Authority, volcano: charts.VolcanoObj
     kubeconfigs = {}
     for component, account in (("admission", "volcano-admission"), ("controllers", "volcano-controllers"),
                                ("scheduler", "volcano-scheduler")):
-        user, groups = _service_account_user(charts.VOLCANO_NAMESPACE, account)
+        user, groups = service_account_user(charts.VOLCANO_NAMESPACE, account)
         cert = ca.issue(clients, f"volcano-{component}", user, organizations=groups)
         kubeconfigs[component] = _kubeconfig(config / f"{component}.kubeconfig", ca.cert_path, cert, user)
     serving = ca.issue(config, "webhook", HOST, hosts=(HOST,))

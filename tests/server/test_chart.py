@@ -37,6 +37,7 @@ VALUE_SETS = {
                    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
                    "grafanaDashboard": {"enabled": True}},
     "network-policy": {"networkPolicy": {"enabled": True, "controlPlaneCIDRs": ["10.0.0.0/24"]}},
+    "policy-reports": {"reportWriter": {"applyPolicyReports": True}},
     "scheduled": {"nodeSelector": {"node-role.kubernetes.io/platform": ""},
                   "tolerations": [{"key": "platform", "operator": "Exists", "effect": "NoSchedule"}],
                   "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {

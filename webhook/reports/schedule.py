@@ -77,6 +77,9 @@ class ReportScheduler:
                     self.refused.append(str(refusal))
                     continue
                 log.info("wrote the compliance report of %s", hours.label(hour))
+            hourly = [path for path in written if (path / "policyreports.yaml").is_file()]
+            if hourly and document["reports"]["policyReports"]["apply"]:
+                _apply_to_cluster(document["reports"]["policyReports"], max(hourly))
             written += self._days(reports_dir, key, now, anchor)
             prune(audit_dir, reports_dir, document["reports"]["retentionDays"], key, now, anchor)
         return written
@@ -111,6 +114,18 @@ class ReportScheduler:
         thread = threading.Thread(target=loop, name="vgate-reports", daemon=True)
         thread.start()
         return thread
+
+
+def _apply_to_cluster(settings: dict[str, Any], hour_dir: Path) -> None:
+    """The newest hour's policy reports into the cluster; a failure is logged, the signed files stand."""
+    from .cluster_reports import ApiServer, apply_policy_reports
+
+    try:
+        api = ApiServer.from_kubeconfig(settings["kubeconfig"]) if settings["kubeconfig"] else ApiServer.in_cluster()
+        for line in apply_policy_reports(api, hour_dir):
+            log.info("%s", line)
+    except Exception as error:  # noqa: BLE001 - an API server away or a CRD missing must not stop the writer
+        log.error("could not put the policy reports of %s into the cluster: %s", hour_dir, error)
 
 
 @contextmanager

@@ -58,6 +58,9 @@ cert-manager's (it renews vgate's certificate: it must be able to start while vg
 {{- $_ := set $config "exceptions" (merge (dict "dir" "/etc/vgate/exceptions") (get $config "exceptions" | default dict)) -}}
 {{- $_ := set $config "audit" (merge (dict "dir" "/app/audit") (get $config "audit" | default dict)) -}}
 {{- $_ := set $config "reports" (merge (dict "dir" "/app/reports" "key" "/app/keys/report-ed25519.key" "anchorFile" "/app/anchor/reports-anchor.jsonl") (get $config "reports" | default dict)) -}}
+{{- if .Values.reportWriter.applyPolicyReports -}}
+{{- $_ := set $config.reports "policyReports" (dict "apply" true) -}}
+{{- end -}}
 {{- if .Values.mtls.clientCASecret -}}
 {{- $_ := set $config "server" (merge (dict "clientCA" "/etc/vgate/client-ca/ca.crt") (get $config "server" | default dict)) -}}
 {{- end -}}

@@ -1,0 +1,112 @@
+"""The newest hour's policy reports, put into the cluster where Policy Reporter reads them.
+
+With ``reports.policyReports.apply`` the report writer server-side-applies, after it signs an
+hour, that hour's ``PolicyReport`` of each namespace and its ``ClusterPolicyReport``
+(wgpolicyk8s.io/v1alpha2), each named ``vgate``: one object per namespace that each hour
+replaces, not one more per hour. A namespace whose resources yielded no result this hour loses its
+report. The signed files stay the evidence; these objects are a view of the latest hour. It talks
+to the API server as the writer's ServiceAccount (in the pod), or with ``kubeconfig``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+GROUP = "/apis/wgpolicyk8s.io/v1alpha2"
+NAME = "vgate"
+MANAGED = "app.kubernetes.io/managed-by=vgate"
+_SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class ApiServer:
+    """Just enough of a Kubernetes client: server-side apply, list and delete."""
+
+    def __init__(self, url: str, session: requests.Session) -> None:
+        self.url = url.rstrip("/")
+        self.session = session
+        session.trust_env = False  # the cluster's CA, not REQUESTS_CA_BUNDLE; no proxy between pod and API server
+
+    @classmethod
+    def in_cluster(cls) -> ApiServer:
+        session = requests.Session()
+        session.verify = str(_SERVICE_ACCOUNT / "ca.crt")
+        session.headers["Authorization"] = "Bearer " + (_SERVICE_ACCOUNT / "token").read_text().strip()
+        host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+        return cls(f"https://{host}:{port}", session)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path) -> ApiServer:
+        """The current context of a kubeconfig: CA, and a client certificate or a token."""
+        config = yaml.safe_load(Path(path).read_text())
+        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+        session = requests.Session()
+        session.verify = _file(cluster, "certificate-authority") or True
+        if "token" in user:
+            session.headers["Authorization"] = "Bearer " + user["token"]
+        certificate, key = _file(user, "client-certificate"), _file(user, "client-key")
+        if certificate and key:
+            session.cert = (certificate, key)
+        return cls(cluster["server"], session)
+
+    def apply(self, path: str, document: dict[str, Any]) -> None:
+        response = self.session.patch(f"{self.url}{path}", params={"fieldManager": "vgate", "force": "true"},
+                                      data=yaml.safe_dump(document),
+                                      headers={"Content-Type": "application/apply-patch+yaml"}, timeout=30)
+        response.raise_for_status()
+
+    def names(self, path: str) -> list[tuple[str, str]]:
+        response = self.session.get(f"{self.url}{path}", params={"labelSelector": MANAGED}, timeout=30)
+        response.raise_for_status()
+        return [(item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in response.json()["items"]]
+
+    def delete(self, path: str) -> None:
+        response = self.session.delete(f"{self.url}{path}", timeout=30)
+        if response.status_code != 404:
+            response.raise_for_status()
+
+
+def apply_policy_reports(api: ApiServer, hour_dir: Path) -> list[str]:
+    """Apply the hour's reports under the stable name; remove vgate's reports of namespaces that
+    have none this hour. Returns what it did, one line each."""
+    done = []
+    namespaced = [d for d in yaml.safe_load_all((hour_dir / "policyreports.yaml").read_text()) if d]
+    current = set()
+    for report in namespaced:
+        namespace = report["metadata"]["namespace"]
+        current.add(namespace)
+        api.apply(f"{GROUP}/namespaces/{namespace}/policyreports/{NAME}", _named(report))
+        done.append(f"applied PolicyReport {namespace}/{NAME}")
+    for namespace, name in api.names(f"{GROUP}/policyreports"):
+        if name == NAME and namespace not in current:
+            api.delete(f"{GROUP}/namespaces/{namespace}/policyreports/{NAME}")
+            done.append(f"deleted PolicyReport {namespace}/{NAME} (no result this hour)")
+    cluster = yaml.safe_load((hour_dir / "clusterpolicyreport.yaml").read_text())
+    api.apply(f"{GROUP}/clusterpolicyreports/{NAME}", _named(cluster))
+    done.append(f"applied ClusterPolicyReport {NAME}")
+    return done
+
+
+def _named(report: dict[str, Any]) -> dict[str, Any]:
+    return {**report, "metadata": {**report["metadata"], "name": NAME}}
+
+
+def _file(section: dict[str, Any], key: str) -> str | None:
+    """A kubeconfig's file field, or its inline ``-data`` twin written to a private temporary file."""
+    if section.get(key):
+        return str(section[key])
+    data = section.get(f"{key}-data")
+    if not data:
+        return None
+    handle = tempfile.NamedTemporaryFile("wb", prefix="vgate-kube-", delete=False)  # noqa: SIM115 - kept for requests
+    with handle:
+        handle.write(base64.b64decode(data))
+    return handle.name
