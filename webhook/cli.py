@@ -207,12 +207,16 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool, outpu
               help="Model Volcano's own mutating webhooks for Jobs, PodGroups and Pods after vgate's.")
 @click.option("--volcano-admission-config", "volcano_config", type=click.Path(dir_okay=False),
               help="Volcano's webhook admission config (resourceGroups), for its pod mutator; implies --with-volcano.")
+@click.option("--volcano-enabled-admission", "volcano_admissions",
+              help="Volcano's webhook-manager --enabled-admission (comma-separated paths): which of its mutators the "
+                   "model applies. Default: what Volcano's chart enables (/jobs/mutate, not /podgroups/mutate), and "
+                   "/pods/mutate with --volcano-admission-config (its resource groups are what that mutator applies).")
 @click.option("--crd", "crd_files", multiple=True, type=click.Path(dir_okay=False),
               help="A CustomResourceDefinition whose schema defaults the model applies (Volcano's ship with vgate). "
                    "Repeatable.")
 def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None, user: str, output: str,
                    config_path: str | None, policy_dir: str, as_submitted: bool, with_volcano: bool,
-                   volcano_config: str | None, crd_files: tuple[str, ...]) -> None:
+                   volcano_config: str | None, crd_files: tuple[str, ...], volcano_admissions: str | None) -> None:
     """Mutate and validate manifests offline, as a cluster's admission chain delivers them.
 
     Exit 0 allowed, 1 denied, 2 bad input.
@@ -225,7 +229,7 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     from .offline.chain.crd_defaults import read_crd_file
     from .offline.chain.errors import ModelError
     from .offline.chain.model import Cluster
-    from .offline.chain.volcano import read_admission_config
+    from .offline.chain.volcano import CHART_ADMISSIONS, read_admission_config
     from .offline.eval_manifests import ManifestError, evaluate, load_manifests
     from .policy.regorus_engine import RegorusEngine
     from .policy.sources import load_policy_set
@@ -235,8 +239,10 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
         engine = RegorusEngine(load_policy_set(policy_dir), config.document)
         cluster = None if as_submitted else Cluster.build(
             config.document, [crd for path in crd_files for crd in read_crd_file(path)],
-            with_volcano=with_volcano or volcano_config is not None,
-            resource_groups=read_admission_config(volcano_config) if volcano_config else [])
+            with_volcano=with_volcano or volcano_config is not None or volcano_admissions is not None,
+            resource_groups=read_admission_config(volcano_config) if volcano_config else [],
+            volcano_admissions=[p.strip() for p in volcano_admissions.split(",")] if volcano_admissions
+            else [*CHART_ADMISSIONS, *(["/pods/mutate"] if volcano_config else [])])
         # The exceptions the server would apply: exceptions.dir of the same config.
         exceptions, rejected = load_configured_exceptions(config.document["exceptions"], datetime.now(timezone.utc))
         for error in rejected:

@@ -14,6 +14,7 @@ import copy
 import json
 import re
 import subprocess
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ import yaml
 from e2e import charts, cluster, pki
 from e2e.kube import Kube, decisions_for
 from e2e.recorder import LABEL, Recorder
+from e2e.waiting import eventually
 
 from helpers import CORPUS
 
@@ -141,8 +143,13 @@ def evaluate(recorded: dict[str, Any], with_volcano: bool) -> dict[str, dict[str
         args += ["--volcano-admission-config", str(admission)]
     done = subprocess.run(args, capture_output=True, text=True, cwd=cluster.ROOT)
     assert done.returncode in (0, 1), done.stderr
-    verdicts = json.loads(done.stdout)
+    verdicts = [v for v in json.loads(done.stdout) if not v["source"].endswith(CONTROLLER_MADE)]
     return dict(zip([source for source, _ in reached], verdicts, strict=True))
+
+
+# eval follows each admitted Volcano Job with the PodGroup its controller creates; its name has the
+# Job's uid, which only the real cluster knows: test_a_jobs_pod_group_... compares those.
+CONTROLLER_MADE = "(the PodGroup Volcano's job controller creates)"
 
 
 def reached_webhooks(recorded: dict[str, Any], obj: dict[str, Any]) -> bool:
@@ -223,3 +230,44 @@ def test_quantities_are_served_in_the_canonical_form_the_model_writes(kube: Kube
     served = [c["resources"]["requests"]["cpu"] for c in json.loads(result.stdout)["spec"]["containers"]]
     assert served == list(QUANTITIES.values())
     assert [canonical_quantity(written, round_up_to_milli=True) for written in QUANTITIES] == served
+
+
+def test_the_pod_group_volcanos_controller_creates_is_judged_by_eval_as_by_the_cluster(kube: Kube,
+                                                                                       tmp_path: Path) -> None:
+    """A Job without a queue in a namespace whose queue-name annotation names a queue vgate does not
+    know. With Volcano as its chart installs it (no PodGroup mutator), the PodGroup its controller
+    creates keeps queue default and vgate admits it; `vgate eval` says the same of the same PodGroup.
+    Only where /podgroups/mutate is enabled does that PodGroup get the unknown queue and vgate refuse
+    it: eval says so with --volcano-enabled-admission (the model; this cluster has the chart's set)."""
+    namespace = f"queue-annotated-{uuid.uuid4().hex[:5]}"
+    annotated = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": namespace, "annotations": {"scheduling.volcano.sh/queue-name": "nowhere"}}}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "stuck", "namespace": namespace},
+           "spec": {"minAvailable": 1, "schedulerName": "volcano", "tasks": [{"name": "t", "replicas": 1, "template": {
+               "spec": {"containers": [{"name": "c", "image": "registry.example.com/app:1"}]}}}]}}
+    assert kube.apply(annotated).ok
+    created = kube.create(job)
+    assert created.ok, created.stderr
+    judged = eventually(lambda: [r for r in decisions_for(namespace) if r["kind"].endswith("/PodGroup")
+                                 and r["endpoint"] == "validate" and r["operation"] == "CREATE"], timeout=60)
+    assert judged and judged[0]["user"] == "system:serviceaccount:volcano-system:volcano-controllers"
+    [stored] = eventually(lambda: kube.list("podgroups", namespace), timeout=30)
+    manifests = tmp_path / "job.yaml"
+    manifests.write_text(yaml.safe_dump_all([annotated, job]))
+
+    def evaluated(*extra: str) -> tuple[int, list[dict[str, Any]]]:
+        done = subprocess.run([*cluster.VGATE_CLI, "eval", "-o", "json", "-f", str(manifests), "--with-volcano",
+                               "--config", str(cluster.VGATE_DIR / "vgate.yaml"), "--policies",
+                               str(cluster.VGATE_DIR / "policies"), *extra], capture_output=True, text=True,
+                              cwd=cluster.ROOT)
+        return done.returncode, json.loads(done.stdout)
+
+    code, (job_verdict, group_verdict) = evaluated()
+    assert code == 0 and job_verdict["allowed"] is True and group_verdict["source"].endswith(CONTROLLER_MADE)
+    assert group_verdict["allowed"] is judged[0]["allowed"] is True
+    assert group_verdict["object"]["spec"]["queue"] == stored["spec"]["queue"] == "default"
+    assert group_verdict["object"]["spec"]["minMember"] == stored["spec"]["minMember"] == 1
+    code, (_, refused) = evaluated("--volcano-enabled-admission", "/jobs/mutate,/podgroups/mutate")
+    assert code == 1 and refused["allowed"] is False and refused["object"]["spec"]["queue"] == "nowhere"
+    assert {v["rule"] for v in refused["violations"] if v["action"] == "deny"} == {"scheduling-queue-allowed"}

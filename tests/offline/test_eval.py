@@ -104,3 +104,23 @@ def test_a_missing_policy_directory_says_how_to_name_one(tmp_path):
         result = subprocess.run([*VGATE, *command], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
         assert f"{tmp_path}/policies: policy directory does not exist: give it with --policies DIR" in result.stderr
+
+
+def test_a_volcano_job_is_followed_by_the_pod_group_its_controller_creates(tmp_path):
+    """Admitted, a Job is followed by the PodGroup Volcano's controller makes of it; where Volcano's
+    PodGroup mutator is enabled it takes the namespace's queue, which vgate does not know: exit 1."""
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: research-x, annotations: "
+        "{scheduling.volcano.sh/queue-name: nowhere}}\n---\n"
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, namespace: research-x}\n"
+        "spec: {minAvailable: 1, tasks: [{name: t, replicas: 2, template: {spec: {containers: "
+        "[{name: c, image: registry.example.com/app:1}]}}}]}\n")
+    default = vgate_eval("-f", str(manifest), "--with-volcano", "-o", "json")
+    job, group = json.loads(default.stdout)
+    assert default.returncode == 0 and job["kind"] == "Job" and group["kind"] == "PodGroup"
+    assert group["object"]["spec"] == {"minMember": 1, "minTaskMember": {"t": 2}, "queue": "default",
+                                       "priorityClassName": "vgate-normal"}
+    enabled = vgate_eval("-f", str(manifest), "--volcano-enabled-admission", "/jobs/mutate,/podgroups/mutate")
+    assert enabled.returncode == 1
+    assert "DENIED  PodGroup research-x/j-" in enabled.stdout and 'queue "nowhere"' in enabled.stdout

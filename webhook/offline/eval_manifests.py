@@ -29,6 +29,7 @@ from ..core.errors import RequestError
 from ..core.policy_exceptions import PolicyException
 from .admit import OfflineResult, admit
 from .chain.errors import ModelError
+from .chain.job_controller import CONTROLLER_USER, is_volcano_job, pod_group_for
 from .chain.model import Cluster, Delivery
 
 
@@ -134,7 +135,8 @@ def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
 def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine: PolicyEngine,
              exceptions: Sequence[PolicyException] = (), *, operation: str, namespace: str | None, user: str,
              cluster: Cluster | None = None) -> list[Verdict]:
-    """Judge each manifest; Namespaces and PriorityClasses describe the cluster and are not judged."""
+    """Judge each manifest; Namespaces and PriorityClasses describe the cluster and are not judged.
+    With the chain model, an admitted Volcano Job is followed by the PodGroup its controller creates."""
     context = Cluster.build(config.document) if cluster is None else cluster
     judged = [(source, manifest) for source, manifest in manifests if not context.learn(manifest)]
     verdicts = []
@@ -147,6 +149,12 @@ def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine
         except ModelError as exc:
             raise ManifestError(f"{source}: {exc}") from exc
         verdicts.append(Verdict(source, manifest, result))
+        stored = result.validation.decision.allowed and not (result.delivery and result.delivery.refused)
+        if cluster is not None and operation == "CREATE" and is_volcano_job(manifest) and stored:
+            group = pod_group_for(result.mutated)  # what Volcano's controller then creates: judged too
+            made = admit(group, config, engine, exceptions, cluster=cluster, operation="CREATE", namespace=namespace,
+                         user=CONTROLLER_USER)
+            verdicts.append(Verdict(f"{source} (the PodGroup Volcano's job controller creates)", group, made))
     return verdicts
 
 

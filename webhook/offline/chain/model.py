@@ -70,10 +70,13 @@ class Cluster:
     exempt_names: frozenset[str] = frozenset()
     with_volcano: bool = False
     resource_groups: list[dict[str, Any]] = field(default_factory=list)
+    # Volcano's admission paths its webhook-manager serves (--enabled-admission); None: every mutator
+    volcano_admissions: frozenset[str] | None = None
 
     @classmethod
     def build(cls, config_document: dict[str, Any], extra_crds: Iterable[CrdDefaults] = (), *,
-              with_volcano: bool = False, resource_groups: list[dict[str, Any]] | None = None) -> "Cluster":
+              with_volcano: bool = False, resource_groups: list[dict[str, Any]] | None = None,
+              volcano_admissions: Iterable[str] | None = None) -> "Cluster":
         """The shipped Volcano CRDs (replaced by ``extra_crds`` of the same kind) and the
         PriorityClasses the gateway config names, with its globalDefault."""
         crds = {(crd.group, crd.kind): crd for crd in [*shipped_crds(), *extra_crds]}
@@ -81,7 +84,8 @@ class Cluster:
         classes = {name: plugins.PriorityClass(name, value, name == priorities["globalDefault"])
                    for name, value in priorities["values"].items()}
         exempt = frozenset(config_document["exemptNamespaces"])
-        return cls(crds, {}, classes, exempt, with_volcano, resource_groups or [])
+        return cls(crds, {}, classes, exempt, with_volcano, resource_groups or [],
+                   None if volcano_admissions is None else frozenset(volcano_admissions))
 
     def learn(self, manifest: dict[str, Any]) -> bool:
         """Take a Namespace or PriorityClass from the manifests as cluster state; True if it was one."""
@@ -237,7 +241,9 @@ def _webhooks(group: str, kind: str, namespace: str, cluster: Cluster, vgate_cal
         }
         if (group, kind) in volcano_hooks:
             configuration, name, source, mutate = volcano_hooks[(group, kind)]
-            hooks.append((configuration, _Webhook(name, _VOLCANO + source, mutate)))
+            path = "/" + source.rsplit("/", 1)[0]  # "/podgroups/mutate": as --enabled-admission names it
+            if cluster.volcano_admissions is None or path in cluster.volcano_admissions:
+                hooks.append((configuration, _Webhook(name, _VOLCANO + source, mutate)))
     return [hook for _, hook in sorted(hooks, key=lambda pair: pair[0])]
 
 

@@ -32,6 +32,10 @@ import yaml
 from .core_defaults import canonicalize_resources
 from .errors import ModelError
 
+# What Volcano's chart (v1.14) enables, its webhook-manager's --enabled-admission: no PodGroup or Pod
+# mutator (measured: the e2e control plane installs Volcano from that chart).
+CHART_ADMISSIONS = ("/jobs/mutate", "/jobs/validate", "/podgroups/validate", "/queues/mutate", "/queues/validate",
+                    "/hypernodes/validate", "/cronjobs/validate")
 RESOURCE_GROUP_ANNOTATION = "volcano.sh/resource-group"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
