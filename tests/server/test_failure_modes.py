@@ -6,8 +6,6 @@ import subprocess
 
 import pytest
 
-from webhook.core.config import DEFAULT_CONFIG_PATH
-
 from helpers import VGATE, copy_policies, pod, review, shipped_config
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
@@ -47,7 +45,7 @@ def test_evaluation_error_is_denied_by_default_with_the_reason(tmp_path, start_s
 
 
 def test_failure_mode_allow_admits_with_a_warning(tmp_path, start_server):
-    config = DEFAULT_CONFIG_PATH.read_text().replace("failureMode: deny", "failureMode: allow")
+    config = shipped_config(server={"failureMode": "allow"})  # only the evaluation's (audit's stays deny)
     server = start_server(policies=exploding_policies(tmp_path), config_text=config, workers=1)
     response = server.post("/validate", review(pod(labels={"boom": "x"}))).json()["response"]
     assert response["allowed"] is True
