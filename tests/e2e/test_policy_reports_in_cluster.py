@@ -18,6 +18,7 @@ import yaml
 
 from e2e import charts, cluster
 from e2e.kube import Kube, decisions_for
+from e2e.waiting import eventually
 from webhook.reports.build import build_report
 from webhook.reports.cluster_reports import ApiServer, apply_policy_reports
 from webhook.reports.keys import ensure_key
@@ -57,6 +58,8 @@ def test_the_writer_puts_the_newest_hours_reports_into_the_cluster(kube: Kube, t
                            "spec": {"containers": [{"name": "main", "image": "registry.example.com/app:1"}]}},
                           namespace=NAMESPACE)
     assert created.ok, created.stderr
+    # Volcano binds it and updates it (UPDATEs vgate's rules do not re-judge): its results must stay.
+    assert eventually(lambda: ((kube.get("pod", name, NAMESPACE) or {}).get("spec") or {}).get("nodeName"))
     hour = datetime.fromisoformat(decisions_for(NAMESPACE, name)[-1]["time"]).replace(minute=0, second=0,
                                                                                        microsecond=0)
     audit = tmp_path / "audit"

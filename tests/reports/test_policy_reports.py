@@ -38,6 +38,8 @@ def test_one_result_per_resource_and_rule_from_its_latest_decision(server, tmp_p
         server.post("/validate", review(privileged("still-privileged", a)))
     server.post("/validate", review(privileged("only-a-dry-run", a), dry_run=True))
     server.post("/validate", review(pod("loose", b)))                   # admitted with warnings
+    annotated = pod("loose", b, annotations={"scheduling.k8s.io/group-name": "pg"})  # a scheduler's UPDATE:
+    server.post("/validate", review(annotated, operation="UPDATE", old_object=pod("loose", b)))  # no re-judging
     records = server.decisions()
     hour = datetime.fromisoformat(records[-1]["time"]).replace(minute=0, second=0, microsecond=0)
     key = tmp_path / "keys" / "r.key"
@@ -59,6 +61,7 @@ def test_one_result_per_resource_and_rule_from_its_latest_decision(server, tmp_p
     assert wg[a]["summary"]["fail"] >= 1
     loose = wg[b]["results"]
     assert loose and {r["result"] for r in loose} == {"warn"}  # admitted with warnings: warn, not fail
+    assert {r["resources"][0]["name"] for r in loose} == {"loose"}  # the UPDATE after it kept them
     assert wg[b]["summary"]["fail"] == 0 and wg[b]["summary"]["warn"] == len(loose)
     assert (wg[a]["kind"], wg[a]["apiVersion"]) == ("PolicyReport", "wgpolicyk8s.io/v1alpha2")
     assert (opened[a]["kind"], opened[a]["apiVersion"]) == ("Report", "openreports.io/v1alpha1")

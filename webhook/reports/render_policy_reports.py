@@ -42,7 +42,7 @@ def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], di
     end = int(datetime.fromisoformat(document["to"]).timestamp())
     results, summary = [], Counter[str]()
     for key, latest in items:
-        for result in latest["rules"]:
+        for result in latest["rules"].values():
             status = status_of(result)
             summary[status] += 1
             rule = rules.get(result["id"], {})

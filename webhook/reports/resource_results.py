@@ -2,11 +2,13 @@
 
 Policy Reporter (and Kyverno's own reports) show, per namespace, each resource and each rule's
 result for it. An hour's decision log may judge one resource many times (created, denied, fixed,
-updated): the report keeps each resource's latest judged decision only, and within it one result
-per rule that yielded one: deny is ``fail``, warn and audit ``warn``, a rule waived by a policy
-exception ``skip``. A resource whose latest decision yielded no result passed every rule and is
-not listed. Dry runs, exempt requests, errors without rule results and deletions are not resource
-states; /mutate's records carry no rule results. At most ``MAX_RESOURCES`` resources are kept
+updated): the report keeps, per resource and rule, the latest result. A CREATE starts the resource
+afresh (a denied object was never stored; the next one of that name is judged anew); an UPDATE
+adds what it judged (an image changed by ``kubectl set image``) and changes nothing when the rules
+do not re-judge it (a scheduler's annotation, the fields immutable on a running pod). Deny is
+``fail``, warn and audit ``warn``, a rule waived by a policy exception ``skip``. A resource with
+no result passed every rule and is not listed. Dry runs and exempt requests are no resource state;
+a deletion ends one; /mutate's records carry no rule results. At most ``MAX_RESOURCES`` resources are kept
 (the newest win; the report says how many were left out), so a busy hour stays bounded in memory.
 """
 
@@ -33,16 +35,19 @@ class ResourceResults:
                 or not record.get("name"):
             return  # only /validate judges; a dry run or an exempt request leaves no resource state
         key = (str(record.get("namespace") or ""), str(record.get("kind") or ""), str(record["name"]))
-        if record.get("operation") == "DELETE":
+        operation = record.get("operation")
+        if operation == "DELETE":
             self.latest.pop(key, None)
             return
-        rules = [r for r in record.get("rules") or [] if isinstance(r, dict) and "id" in r]
-        if not rules:
-            if record.get("decision") != "error":
-                self.latest.pop(key, None)  # judged again and nothing to say: it passes now
-            return
-        self.latest.pop(key, None)
-        self.latest[key] = {"time": record.get("time"), "rules": rules}
+        rules = {r["id"]: r for r in record.get("rules") or [] if isinstance(r, dict) and "id" in r}
+        if operation == "CREATE" and record.get("decision") != "error":
+            self.latest.pop(key, None)  # a new object of that name: what was said of an earlier one is void
+        elif not rules:
+            return  # an UPDATE the rules do not re-judge (a scheduler's annotation, a binding): nothing changes
+        entry = self.latest.pop(key, {"time": None, "rules": {}})
+        entry = {"time": record.get("time"), "rules": {**entry["rules"], **rules}}
+        if entry["rules"]:
+            self.latest[key] = entry
         if len(self.latest) > MAX_RESOURCES:
             self.latest.popitem(last=False)
             self.left_out += 1
