@@ -36,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from webhook.core.config import DEFAULT_CONFIG_PATH  # noqa: E402
+from webhook.files.config_file import DEFAULT_CONFIG_PATH  # noqa: E402
 from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402

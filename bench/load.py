@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from webhook.core.config import DEFAULT_CONFIG_PATH
+from webhook.files.config_file import DEFAULT_CONFIG_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"

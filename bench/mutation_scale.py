@@ -21,8 +21,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webhook.core.admission import decode_review  # noqa: E402
-from webhook.core.config import load_config  # noqa: E402
 from webhook.core.mutation import mutate  # noqa: E402
+from webhook.files.config_file import load_config  # noqa: E402
 from webhook.offline.admit import review_for  # noqa: E402
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from webhook.core.config import load_config
+from webhook.files.config_file import load_config
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from webhook.core.config import load_config, parse_config
+from webhook.files.config_file import load_config, parse_config
 
 Objects = dict[str, dict[str, Any]]
 PLATFORM = {"kube-system", "kube-public", "kube-node-lease", "volcano-system"}

@@ -25,7 +25,7 @@ import yaml
 
 from e2e import records
 from e2e.waiting import eventually  # noqa: F401 (tests import it from here)
-from webhook.core.config import DEFAULT_CONFIG_PATH
+from webhook.files.config_file import DEFAULT_CONFIG_PATH
 from webhook.offline.admit import review_for
 
 ROOT = Path(__file__).resolve().parent.parent

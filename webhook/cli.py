@@ -155,7 +155,7 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool, outpu
     """Run the Rego unit tests (with coverage) and check every rule's samples; exit 1 on any failure."""
     import json as jsonlib
 
-    from .core.config import load_config
+    from .files.config_file import load_config
     from .offline.policy_tests import check_samples, run_unit_tests
     from .offline.results import junit, results_json, sample_cases, unit_test_case
 
@@ -224,8 +224,8 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     import json as jsonlib
     from datetime import datetime, timezone
 
-    from .core.config import load_config
-    from .core.policy_exceptions import load_configured_exceptions
+    from .files.config_file import load_config
+    from .files.exception_files import load_configured_exceptions
     from .offline.chain.crd_defaults import read_crd_file
     from .offline.chain.errors import ModelError
     from .offline.chain.model import Cluster
@@ -281,8 +281,8 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     Exit 0 written, 1 refused (the hour is signed already, or the anchor says it was and it is gone,
     another writer holds the lock, no key), 2 bad usage (an hour not closed yet, or in the future).
     """
-    from .core.config import load_config
     from .core.hours import from_label as parse_hour
+    from .files.config_file import load_config
     from .reports.anchor import anchor_of
     from .reports.build import build_report
     from .reports.closed_hours import NotReportable
@@ -367,8 +367,8 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
     from .audit.verify import verify_segments
-    from .core.config import load_config
     from .core.hours import from_label as parse_hour
+    from .files.config_file import load_config
     from .reports.closed_hours import last_closed_hour
     from .reports.keys import public_key_path
     from .reports.verify import reports_expected
@@ -421,7 +421,7 @@ def _acknowledge_sealed(findings: list[Finding], public_key: str | Path) -> list
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
 def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
     """Acknowledge a segment's torn last line (a crash cut its last write) with a signed seal."""
-    from .core.config import load_config
+    from .files.config_file import load_config
     from .reports.keys import load_private_key
     from .reports.seals import NothingToSeal, seal_segment
 

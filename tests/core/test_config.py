@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.core.config import DEFAULT_CONFIG_PATH, load_config, parse_config
 from webhook.core.errors import ConfigError
+from webhook.files.config_file import DEFAULT_CONFIG_PATH, load_config, parse_config
 
 
 def test_an_empty_mapping_gets_every_default_from_the_schema():

@@ -14,10 +14,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from webhook.core.config import DEFAULT_CONFIG_PATH, parse_config
 from webhook.core.enforcement import action_for
 from webhook.core.namespace_globs import matches_every_namespace
-from webhook.core.policy_exceptions import ExceptionRules, load_exceptions
+from webhook.core.policy_exceptions import ExceptionRules
+from webhook.files.config_file import DEFAULT_CONFIG_PATH, parse_config
+from webhook.files.exception_files import load_exceptions
 from webhook.offline.admit import admit
 
 from helpers import POLICIES, VGATE, pod, review, shipped_config

@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from webhook.core.admission import decode_review
-from webhook.core.config import parse_config
 from webhook.core.errors import RequestError
 from webhook.core.mutation import diff_managed, mutate
 from webhook.core.quantity import parse_quantity
+from webhook.files.config_file import parse_config
 
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
 from helpers import K8S_VERSION, crd_validator, is_strictly_valid, pod, review

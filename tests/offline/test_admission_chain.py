@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from webhook.core.admission import decode_review
-from webhook.core.config import parse_config
 from webhook.core.mutation import mutate
+from webhook.files.config_file import parse_config
 from webhook.offline.admit import admit, review_for
 from webhook.offline.chain.core_defaults import default_pod, image_tag
 from webhook.offline.chain.crd_defaults import apply_defaults, read_crd_file, shipped_crds

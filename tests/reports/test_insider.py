@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from webhook.audit.log import GENESIS
-from webhook.core.config import load_config
+from webhook.files.config_file import load_config
 from webhook.reports.anchor import Anchor
 from webhook.reports.build import build_report, hour_directory
 from webhook.reports.closed_hours import NotReportable

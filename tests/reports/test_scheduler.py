@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from webhook.core.config import load_config
+from webhook.files.config_file import load_config
 from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.schedule import FIRST_HOUR, LOOKBACK_HOURS, ReportScheduler, prune, writer_lock

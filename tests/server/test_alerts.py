@@ -175,7 +175,7 @@ def test_a_slow_policy_fires_slow_answers(start_server, tmp_path):
         + "package vgate.rules.zz_slow\n\nimport rego.v1\n\n"
           "deny contains \"never\" if {\n\tinput.request.object.metadata.labels.speed == \"slow\"\n"
           "\tcount([x | some x in numbers.range(1, 2000000000)]) < 0\n}\n")
-    config = yaml.safe_load((ROOT / "webhook" / "core" / "defaults" / "vgate.yaml").read_text()) or {}
+    config = yaml.safe_load((ROOT / "webhook" / "files" / "defaults" / "vgate.yaml").read_text()) or {}
     config.setdefault("server", {})["evaluationTimeoutSeconds"] = 3
     server = start_server(workers=1, policies=policies, config_text=yaml.safe_dump(config),
                           extra_args=("--metrics-bind", f"127.0.0.1:{port}"))

@@ -20,9 +20,9 @@ from pathlib import Path
 from flask import Flask
 
 from ..audit.log import DecisionLog
-from ..core.config import load_config
 from ..core.contract import PolicyEngine
-from ..core.policy_exceptions import load_configured_exceptions
+from ..files.config_file import load_config
+from ..files.exception_files import load_configured_exceptions
 from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set

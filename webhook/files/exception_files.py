@@ -1,0 +1,85 @@
+"""PolicyException files: one or more documents per YAML file in the exceptions directory,
+validated by ``exception.schema.json``. A malformed file is rejected with its path and reason and
+the others keep working.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import datetime, timedelta, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from ..core.errors import SourceError
+from ..core.namespace_globs import matches_every_namespace
+from ..core.policy_exceptions import ExceptionRules, PolicyException
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """Built on first use, not at import."""
+    return jsonschema.Draft202012Validator(
+        json.loads((resources.files("webhook.files") / "exception.schema.json").read_text()))
+
+
+def load_configured_exceptions(settings: dict[str, Any], now: datetime) -> tuple[list[PolicyException],
+                                                                                  list[SourceError]]:
+    """The exceptions the config's ``exceptions`` section points at, under its rules: what the
+    server enforces and `vgate eval` must apply alike."""
+    return load_exceptions(settings["dir"], ExceptionRules.of(settings, now))
+
+
+def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[PolicyException], list[SourceError]]:
+    """Every valid exception under ``directory``, and one error per file rejected."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return [], []
+    exceptions: list[PolicyException] = []
+    errors: list[SourceError] = []
+    for path in sorted(directory.rglob("*.y*ml")):
+        try:
+            exceptions += _parse_file(path, rules)
+        except SourceError as error:
+            errors.append(error)
+    return exceptions, errors
+
+
+def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    except (OSError, yaml.YAMLError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SourceError(str(path), mark.line + 1 if mark else None, f"cannot read exception: {exc}") from exc
+    parsed = []
+    for index, document in enumerate(documents):
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(document))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+            raise SourceError(str(path), None, f"document {index}: {where}: {error.message}")
+        spec = document["spec"]
+        try:
+            expires = datetime.fromisoformat(spec["expiresAt"].replace("Z", "+00:00"))
+        except ValueError:
+            raise SourceError(str(path), None, f"document {index}: spec/expiresAt: not an RFC 3339 time") from None
+        if expires.tzinfo is None:
+            raise SourceError(str(path), None, f"document {index}: spec/expiresAt: needs a time zone (e.g. Z)")
+        if expires - rules.now > timedelta(days=rules.max_lifetime_days):
+            raise SourceError(str(path), None, f"document {index}: spec/expiresAt: {spec['expiresAt']} is more than "
+                              f"{rules.max_lifetime_days} days away (exceptions.maxLifetimeDays): exceptions are "
+                              "time-boxed; renew it closer to its end")
+        match: dict[str, Any] = spec["match"]
+        everywhere = [glob for glob in match["namespaces"] if matches_every_namespace(glob)]
+        if everywhere and not rules.allow_cluster_wide:
+            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: {everywhere[0]} would "
+                              "except every namespace; name them, or set exceptions.allowClusterWide")
+        parsed.append(PolicyException(
+            name=document["metadata"]["name"], source=str(path), rules=frozenset(spec["rules"]),
+            namespaces=tuple(match.get("namespaces", ())), names=tuple(match.get("names", ())),
+            labels=tuple(sorted(match.get("labels", {}).items())), justification=spec["justification"],
+            approver=spec["approver"], ticket=spec["ticket"], expires_at=expires.astimezone(timezone.utc)))
+    return parsed
