@@ -18,6 +18,8 @@ from typing import Any
 from .resource_results import ResourceResults, resource_ref, status_of
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
+# One report is one object in etcd (1.5 MiB a request at most): its newest 1,000 results, the rest counted.
+MAX_RESULTS = 1000
 FLAVOURS = {
     "wgpolicy": ("wgpolicyk8s.io/v1alpha2", "PolicyReport", "ClusterPolicyReport"),
     "openreports": ("openreports.io/v1alpha1", "Report", "ClusterReport"),
@@ -40,8 +42,11 @@ def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], di
     api_version, namespaced_kind, cluster_kind = FLAVOURS[flavour]
     rules = {rule["id"]: rule for rule in document["perRule"]}
     end = int(datetime.fromisoformat(document["to"]).timestamp())
-    results, summary = [], Counter[str]()
-    for key, latest in items:
+    results, summary, left_out_results = [], Counter[str](), 0
+    for key, latest in sorted(items, key=lambda item: str(item[1]["time"]), reverse=True):  # newest first
+        if len(results) + len(latest["rules"]) > MAX_RESULTS:
+            left_out_results += len(latest["rules"])
+            continue
         for result in latest["rules"].values():
             status = status_of(result)
             summary[status] += 1
@@ -59,7 +64,8 @@ def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], di
     metadata: dict[str, Any] = {"name": f"vgate-{document['hour'].lower()}",
                                 "labels": {"app.kubernetes.io/managed-by": "vgate"},
                                 "annotations": {"vgate.io/hour": document["hour"],
-                                                "vgate.io/resources-left-out": str(left_out)}}
+                                                "vgate.io/resources-left-out": str(left_out),
+                                                "vgate.io/results-left-out": str(left_out_results)}}
     if namespace:
         metadata["namespace"] = namespace
     header = {"apiVersion": api_version, "kind": namespaced_kind if namespace else cluster_kind}

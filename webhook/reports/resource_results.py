@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_RESOURCES = 10_000
+MAX_RESOURCES = 5_000
 STATUS = {"deny": "fail", "warn": "warn", "audit": "warn"}
 
 
