@@ -42,7 +42,8 @@ def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], di
     api_version, namespaced_kind, cluster_kind = FLAVOURS[flavour]
     rules = {rule["id"]: rule for rule in document["perRule"]}
     end = int(datetime.fromisoformat(document["to"]).timestamp())
-    results, summary, left_out_results = [], Counter[str](), 0
+    results: list[dict[str, Any]] = []
+    summary, left_out_results = Counter[str](), 0
     for key, latest in sorted(items, key=lambda item: str(item[1]["time"]), reverse=True):  # newest first
         if len(results) + len(latest["rules"]) > MAX_RESULTS:
             left_out_results += len(latest["rules"])
