@@ -20,10 +20,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from webhook.core.admission import decode_review  # noqa: E402
-from webhook.core.mutation import mutate  # noqa: E402
-from webhook.files.config_file import load_config  # noqa: E402
-from webhook.offline.admit import review_for  # noqa: E402
+from webhook.core.admission import decode_review
+from webhook.core.mutation import mutate
+from webhook.files.config_file import load_config
+from webhook.offline.admit import review_for
 
 
 def pod(n: int) -> dict[str, Any]:

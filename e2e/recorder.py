@@ -29,7 +29,7 @@ class Recorder:
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 # The API server appends ?timeout=Ns to the configured path.
                 recorder.requests.append((urlsplit(self.path).path, review["request"]))

@@ -64,7 +64,7 @@ class FakeOpa:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_PUT(self) -> None:  # noqa: N802 - http.server's naming
+            def do_PUT(self) -> None:  # http.server's naming
                 path = self.path.split("?")[0].removeprefix("/v1/data/").strip("/").split("/")
                 with opa._lock:
                     node = opa.data
@@ -74,7 +74,7 @@ class FakeOpa:
                 self.send_response(204)
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 path = self.path.split("?")[0].removeprefix("/v1/data/").strip("/")
                 opa.queries.append(path)
                 body = self._body()

@@ -112,7 +112,7 @@ class Server:
         config_path.write_text(yaml.safe_dump(document))
         if make_certs:
             subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs")], check=True, capture_output=True)
-        self.log = open(workdir / "server.log", "wb")
+        self.log = open(workdir / "server.log", "wb")  # noqa: SIM115 - the server's output, closed by stop()
         env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.process = subprocess.Popen(

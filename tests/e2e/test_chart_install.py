@@ -17,10 +17,10 @@ from e2e.kube import Kube
 from helpers import ROOT, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import render  # noqa: E402
+from render import render
 
 sys.path.insert(0, str(ROOT / "tests" / "server"))
-from test_chart import CUSTOM_GROUPS, VALUE_SETS  # noqa: E402
+from test_chart import CUSTOM_GROUPS, VALUE_SETS
 
 
 @pytest.mark.parametrize("name", list(VALUE_SETS))

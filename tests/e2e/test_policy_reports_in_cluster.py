@@ -26,7 +26,7 @@ from webhook.reports.keys import ensure_key
 from helpers import CORPUS, POLICIES, ROOT, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import render  # noqa: E402
+from render import render
 
 NAMESPACE = "ml-training"
 

@@ -47,23 +47,22 @@ def opa_binary() -> Path:
 def real_opa(opa_binary: Path, tmp_path: Path) -> Iterator[str]:
     """`opa run --server` on the shipped policies, as the README says to run it."""
     port = free_port()
-    log = open(tmp_path / "opa.log", "wb")
-    process = subprocess.Popen([str(opa_binary), "run", "--server", "--addr", f"127.0.0.1:{port}",
-                                "--ignore", "*.yaml", str(POLICIES)], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if requests.get(url + "/health", timeout=1).status_code == 200:
-                break
-        except requests.ConnectionError:
-            pass
-        assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "opa.log").read_text()
-        time.sleep(0.2)
-    yield url
-    process.terminate()
-    process.wait(timeout=10)
-    log.close()
+    with open(tmp_path / "opa.log", "wb") as log:
+        process = subprocess.Popen([str(opa_binary), "run", "--server", "--addr", f"127.0.0.1:{port}",
+                                    "--ignore", "*.yaml", str(POLICIES)], stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "opa.log").read_text()
+            time.sleep(0.2)
+        yield url
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def test_opa_test_passes_every_rego_test_regorus_passes(opa_binary: Path) -> None:

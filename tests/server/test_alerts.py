@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from helpers import POLICIES, ROOT, VGATE, fill, free_port, pod, review, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import render as render_chart  # noqa: E402
+from render import render as render_chart
 
 
 def render(values: dict[str, Any]) -> list[dict[str, Any]]:

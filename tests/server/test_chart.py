@@ -15,8 +15,8 @@ import deploy_invariants as check
 from helpers import K8S_VERSION, ROOT, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import CHART, plain  # noqa: E402
-from render import render as render_chart  # noqa: E402
+from render import CHART, plain
+from render import render as render_chart
 
 
 def render(values: dict | None = None, namespace: str = "vgate-system", release: str = "vgate") -> list[dict]:

@@ -56,7 +56,7 @@ def test_the_wheel_serves_as_an_unprivileged_user_from_a_read_only_install(world
         for item in [path, *path.rglob("*")]:
             os.chown(item, UID, UID)
     port = free_port()
-    log = open(tmp_path / "serve.log", "wb")
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - the server's output, for as long as it runs
     server = subprocess.Popen(
         ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", str(venv / "bin" / "vgate"), "serve",
          "--policies", "policies", "--certs", "certs", "--bind", f"127.0.0.1:{port}", "--workers", "1",

@@ -107,7 +107,7 @@ class ReportScheduler:
             while True:
                 try:
                     self.tick()
-                except Exception:  # noqa: BLE001 - a failed tick is logged; the next one retries
+                except Exception:  # a failed tick is logged; the next one retries
                     log.exception("report scheduler tick failed")
                 time.sleep(interval)
 

@@ -55,7 +55,7 @@ class Gateway:
         error = None
         try:
             mutation = mutate(request, self.config)
-        except Exception as exc:  # noqa: BLE001 - a mutation bug must not block admission
+        except Exception as exc:  # a mutation bug must not block admission
             log.exception("mutation failed for %s %s", request.kind, request.uid)
             self.metrics.errors.labels("mutate", "mutation").inc()
             mutation, error = Mutation(), f"mutation failed: {exc}"

@@ -18,7 +18,7 @@ def every(interval: float, look: Callable[[], None], name: str) -> threading.Thr
             time.sleep(interval)
             try:
                 look()
-            except Exception:  # noqa: BLE001 - the watcher must outlive any one failed look
+            except Exception:  # the watcher must outlive any one failed look
                 log.exception("%s: error", name)
 
     thread = threading.Thread(target=loop, name=name, daemon=True)

@@ -45,7 +45,7 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         timeout = 10  # a slow client holds one thread for at most this long
 
-        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        def do_GET(self) -> None:  # the name http.server calls
             if self.path == "/metrics":
                 self._send(200, *merged_exposition())
             elif self.path == "/healthz":
@@ -55,7 +55,7 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
             else:
                 self._json(404, {"error": "not found: this port serves /metrics, /healthz and /readyz", "status": 404})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._json(405, {"error": "admission requests go to the HTTPS port", "status": 405})
 
         def _json(self, code: int, body: dict[str, Any]) -> None:
