@@ -75,13 +75,7 @@ def mutate(request: AdmissionRequest, config: Config) -> Mutation:
         return Mutation()  # an oversized object is left to /validate, which denies it with the reason
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy
-    namespace = request.namespace
-    if workload is Workload.POD:
-        result = _mutate_pod(mutated, namespace, config)
-    elif workload is Workload.VOLCANO_JOB:
-        result = _mutate_job(mutated, namespace, config)
-    else:
-        result = _mutate_pod_group(mutated, namespace, config)
+    result = _MUTATORS[workload](mutated, request.namespace, config)
     fields = managed_fields(workload, mutated)
     if INJECTED_ANNOTATION in annotations_of(original):
         # A later pass adds only what is missing, so it never undoes another webhook; a queue that
@@ -237,6 +231,10 @@ def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config) -> 
     spec["queue"] = queue
     _inject_priority(spec, queue, config, with_value=False)
     return Mutation(queue=queue)
+
+
+# How each kind kinds.KINDS marks as mutated is mutated; a kind it does not mark is never patched.
+_MUTATORS = {Workload.POD: _mutate_pod, Workload.VOLCANO_JOB: _mutate_job, Workload.POD_GROUP: _mutate_pod_group}
 
 
 def _inject_priority(spec: dict[str, Any], queue: str, config: Config, *, with_value: bool) -> None:

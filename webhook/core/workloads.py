@@ -1,9 +1,9 @@
-"""Which objects vgate handles, and where their pod specs and labels live.
+"""Which objects vgate handles (the table is ``kinds.KINDS``), and where their pod specs and labels live.
 
 Three kinds carry scheduling intent and are mutated and validated: core Pods, Volcano
 ``batch.volcano.sh/v1alpha1`` Jobs (one pod template per task) and ``scheduling.volcano.sh/v1beta1``
-PodGroups (queue and priority only). Two more are validated only: pod controllers (their template
-is judged as the pod it will create, see ``pod_templates``) and ``kubectl debug``'s UPDATE of the
+PodGroups (queue and priority only). The rest are validated only: pod controllers (their template
+is judged as the pod it will create, see ``pod_templates``), ``kubectl debug``'s UPDATE of the
 ``pods/ephemeralcontainers`` subresource (the containers it adds), and an in-place resize's UPDATE of
 ``pods/resize`` (its new resources). Everything else is allowed untouched.
 """
@@ -12,51 +12,30 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .admission import AdmissionRequest
+from .kinds import BY_KEY, KINDS, POD_SUBRESOURCES, Workload
+
+__all__ = ["HANDLED_KINDS", "MUTATED", "Workload", "classify"]  # Workload: kinds' own, for the modules that use it
 
 if TYPE_CHECKING:
     from .config import Config
 
 
-class Workload(str, Enum):
-    POD = "Pod"
-    VOLCANO_JOB = "Job.batch.volcano.sh"
-    POD_GROUP = "PodGroup.scheduling.volcano.sh"
-    POD_CONTROLLER = "pod controller"
-    EPHEMERAL_CONTAINERS = "pods/ephemeralcontainers"
-    RESIZE = "pods/resize"
-
-
-MUTATED = (Workload.POD, Workload.VOLCANO_JOB, Workload.POD_GROUP)
-
-_HANDLED = {
-    ("", "v1", "Pod"): Workload.POD,
-    ("batch.volcano.sh", "v1alpha1", "Job"): Workload.VOLCANO_JOB,
-    ("scheduling.volcano.sh", "v1beta1", "PodGroup"): Workload.POD_GROUP,
-    **{(group, "v1", kind): Workload.POD_CONTROLLER for group, kind in (
-        ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
-        ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob"))},
-}
-
-
-# The pod subresources whose writes change what rules judge: kubectl debug's added containers,
-# and an in-place resize's new requests and limits (judged by the resource rules).
-_POD_SUBRESOURCES = {"ephemeralcontainers": Workload.EPHEMERAL_CONTAINERS, "resize": Workload.RESIZE}
-
-HANDLED_KINDS = tuple(_HANDLED)  # (group, version, kind) of everything vgate judges
+MUTATED = tuple(kind.workload for kind in KINDS if kind.mutated)
+HANDLED_KINDS = tuple(BY_KEY)  # (group, version, kind) of everything vgate judges
 
 
 def classify(request: AdmissionRequest) -> Workload | None:
-    """The workload kind of a request, or None for kinds and subresources vgate leaves alone."""
-    key = (request.group, request.version, request.kind)
+    """The workload kind of a request (``kinds.KINDS``), or None for what vgate leaves alone."""
+    kind = BY_KEY.get((request.group, request.version, request.kind))
+    if kind is None:
+        return None
     if request.sub_resource:
-        if _HANDLED.get(key) is not Workload.POD:
-            return None
-        return _POD_SUBRESOURCES.get(request.sub_resource)
-    return _HANDLED.get(key)
+        judged = POD_SUBRESOURCES.get(request.sub_resource) if kind.workload is Workload.POD else None
+        return judged[0] if judged else None
+    return kind.workload
 
 
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
