@@ -65,10 +65,14 @@ def task_templates(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [t for t in templates if isinstance(t, dict) and isinstance(t.get("spec"), dict)]
 
 
+# Where each pod controller keeps its template, as kinds.KINDS says (a CronJob's is one level down).
+_CONTROLLER_TEMPLATES = {k.kind: k.pod_specs for k in KINDS if k.workload is Workload.POD_CONTROLLER}
+
+
 def template_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    """The pod template of a controller object (a CronJob's is one level further down)."""
+    """The pod template of a controller object, where its registry entry says it is."""
     spec = (obj or {}).get("spec")
-    if kind == "CronJob":
+    if _CONTROLLER_TEMPLATES.get(kind) == "jobTemplate":
         spec = ((spec or {}).get("jobTemplate") or {}).get("spec") if isinstance(spec, dict) else None
     template = spec.get("template") if isinstance(spec, dict) else None
     return template if isinstance(template, dict) else None
