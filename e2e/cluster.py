@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from typing import Any
 import yaml
 
 from e2e import build, charts, pki
+from e2e.waiting import eventually
 
 ROOT = build.ROOT
 STATE = ROOT / ".e2e"
@@ -203,7 +205,7 @@ def up() -> None:
 
     volcano = charts.volcano_objects()
     apply(volcano.cluster_setup)
-    _wait_established([o["metadata"]["name"] for o in volcano.cluster_setup
+    wait_established([o["metadata"]["name"] for o in volcano.cluster_setup
                        if o["kind"] == "CustomResourceDefinition"])
 
     Component("kube-controller-manager", [
@@ -234,9 +236,17 @@ def _write_component_kubeconfigs(ca: pki.Authority) -> None:
     _kubeconfig(RUN / "kcm.kubeconfig", ca.cert_path, cert, "system:kube-controller-manager")
 
 
-def _wait_established(crds: list[str]) -> None:
+def wait_established(crds: list[str]) -> None:
+    """Each CRD served. Polled: `kubectl wait` errors on a CRD whose status is not set yet."""
+    def established(name: str) -> bool:
+        found = kubectl("get", "crd", name, "-o", "json", check=False)
+        conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or [] if found.returncode == 0 \
+            else []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
     for name in crds:
-        kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+        if not eventually(functools.partial(established, name), timeout=60):
+            raise SystemExit(f"e2e: CRD {name} not established within 60 s")
 
 
 def _start_volcano(binaries: Path, ca: pki.Authority, volcano: charts.VolcanoObjects) -> None:

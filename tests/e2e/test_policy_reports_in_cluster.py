@@ -43,13 +43,7 @@ def report_crds() -> list[dict]:
 
 def test_the_writer_puts_the_newest_hours_reports_into_the_cluster(kube: Kube, tmp_path: Path) -> None:
     assert kube.apply(*report_crds()).ok
-
-    def established(name: str) -> bool:  # polled: `kubectl wait` fails on a CRD whose status is not set yet
-        conditions = ((kube.get("crd", name) or {}).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    for crd in ("policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"):
-        assert eventually(lambda crd=crd: established(crd), timeout=60), crd
+    cluster.wait_established(["policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"])
     writer_objects = [o for o in render(trusted({"reportWriter": {"applyPolicyReports": True}}),
                                         namespace=charts.VGATE_NAMESPACE)
                       if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
