@@ -35,3 +35,22 @@ def test_a_record_cut_short_by_a_full_disk_is_never_left_half_written(small_disk
     log.record({"endpoint": "validate", "uid": "after", "decision": "allowed"})
     good, findings = verify_segments(small_disk / "audit")
     assert findings == [] and good == len(lines) + 1
+
+
+def test_the_anchor_takes_a_line_whole_or_not_at_all(small_disk: Path) -> None:
+    """The report writer's anchor shares the decision log's append: a full disk leaves no torn line."""
+    import pytest
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from webhook.reports.anchor import Anchor
+
+    anchor, key = Anchor(small_disk / "anchor.jsonl"), Ed25519PrivateKey.generate()
+    anchor.append({"kind": "hour", "hour": "2026-12-02T10", "sha256sumsDigest": "0" * 64}, key)
+    before = anchor.path.read_bytes()
+    fill(small_disk, leave=100)
+    with pytest.raises(OSError):
+        for n in range(50):
+            anchor.append({"kind": "hour", "hour": f"2026-12-02T{n:02d}", "sha256sumsDigest": "1" * 64,
+                           "pad": "x" * 300}, key)
+    assert anchor.path.read_bytes().endswith(b"\n") and anchor.path.read_bytes().startswith(before)
+    assert anchor.check(key.public_key()) == []

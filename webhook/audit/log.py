@@ -48,6 +48,24 @@ class _Pending:
     error: str | None = None
 
 
+def append_whole(fd: int, data: bytes) -> None:
+    """Append ``data`` to the end of ``fd`` and fsync it, whole or not at all: a nearly full disk
+    takes part of a write and says so by its count (continued), and any failure truncates back to
+    where the file ended, so no partial line is ever left (the decision log's and the anchor's)."""
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        written = 0
+        while written < len(data):
+            count = os.write(fd, data[written:])
+            if count == 0:
+                raise OSError(errno.ENOSPC, "the disk took none of the write")
+            written += count
+        os.fsync(fd)
+    except OSError:
+        os.ftruncate(fd, start)
+        raise
+
+
 class DecisionLog:
     """Append-only, hash-chained, group-committed JSON Lines writer for one process."""
 
@@ -119,24 +137,13 @@ class DecisionLog:
 
     def _append(self, hour: str, pendings: list[_Pending]) -> None:
         fd = self._segment(hour)
-        start = os.lseek(fd, 0, os.SEEK_END)
         prev, lines = self._prev, []
         for pending in pendings:
             line = orjson.dumps({**pending.entry, "prev": prev})
             prev = hashlib.sha256(line).hexdigest()
             lines.append(line)
         data = b"\n".join(lines) + b"\n"
-        try:
-            written = 0
-            while written < len(data):  # a nearly full disk takes part of a write and says so by its count
-                count = os.write(fd, data[written:])
-                if count == 0:
-                    raise OSError(errno.ENOSPC, "the disk took none of the record")
-                written += count
-            os.fsync(fd)
-        except OSError:
-            os.ftruncate(fd, start)  # never leave a partial line behind a failed write: whole or not at all
-            raise
+        append_whole(fd, data)
         self._prev = prev
         if self._mirror_fd is not None:
             self._mirror(data)

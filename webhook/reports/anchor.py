@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..audit.log import append_whole
 from ..audit.verify import Finding
 from ..core import hours
 from .closed_hours import NotReportable
@@ -77,11 +78,7 @@ class Anchor:
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            data = orjson.dumps(signed, option=orjson.OPT_SORT_KEYS) + b"\n"
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            os.fsync(fd)
+            append_whole(fd, orjson.dumps(signed, option=orjson.OPT_SORT_KEYS) + b"\n")
         finally:
             os.close(fd)
         if created:
