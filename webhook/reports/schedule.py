@@ -61,12 +61,13 @@ class ReportScheduler:
                 return []  # another writer is at it; its reports chain, ours would race
             anchor = anchor_of(document)
             last_closed = last_closed_hour(now)
-            window = last_closed - timedelta(hours=LOOKBACK_HOURS - 1)
-            start = max(first_hour(reports_dir, audit_dir, anchor, now), window)
+            window = hours_between(last_closed - timedelta(hours=LOOKBACK_HOURS - 1), last_closed)
+            missing = [hour for hour in window if not (hour_directory(reports_dir, hour) / SUMS).exists()]
+            if missing:  # only then look for the first hour vgate ran: a scan of the whole history
+                start = first_hour(reports_dir, audit_dir, anchor, now)
+                missing = [hour for hour in missing if hour >= start]
             written = []
-            for hour in hours_between(start, last_closed):
-                if (hour_directory(reports_dir, hour) / SUMS).exists():
-                    continue
+            for hour in missing:
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 try:
@@ -88,10 +89,11 @@ class ReportScheduler:
         """The daily report of each day of the look-back window that is over and has none yet."""
         written = []
         last_closed = last_closed_hour(now)
-        first = genesis_hour(reports_dir, anchor)
-        for day in sorted({(last_closed - timedelta(hours=back)).date() for back in range(LOOKBACK_HOURS)}):
-            directory = daily_directory(reports_dir, day)
-            if first is None or day < first.date() or not day_closed(day, now) or (directory / SUMS).exists():
+        days = sorted({(last_closed - timedelta(hours=back)).date() for back in range(LOOKBACK_HOURS)})
+        due = [day for day in days if day_closed(day, now) and not (daily_directory(reports_dir, day) / SUMS).exists()]
+        first = genesis_hour(reports_dir, anchor) if due else None  # a scan of the whole history: only when due
+        for day in due:
+            if first is None or day < first.date():
                 continue
             try:
                 written.append(build_daily(day, reports_dir, key, now, anchor))
