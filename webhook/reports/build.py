@@ -37,7 +37,7 @@ from ..policy.sources import RuleInfo, rule_catalogue
 from .anchor import Anchor
 from .closed_hours import NotReportable, check_reportable
 from .durable import fsync_path
-from .history import hour_directory, predecessor, signed_hours
+from .history import hour_directory, predecessor, report_of, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
@@ -269,8 +269,9 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
                      anchor: Anchor | None) -> dict[str, Any] | None:
     """The link to the newest report before this hour; a finding for every hour it skips."""
     previous = predecessor(reports_dir, hour, anchor)
-    first = next(iter(signed_hours(reports_dir)), None)
-    if previous is None and first is not None and first > hour and _is_genesis(hour_directory(reports_dir, first)):
+    first = next(iter(signed_hours(reports_dir)), None) if previous is None else None  # no link: a later genesis?
+    oldest = report_of(hour_directory(reports_dir, first)) if first is not None and first > hour else None
+    if first is not None and oldest is not None and oldest.get("genesis") is True:
         raise NotReportable(f"hour {hours.label(hour)} is before the first report, the genesis "
                             f"({hours.label(first)}): the chain begins there and does not begin again", usage=False)
     before = hour - timedelta(hours=1)
@@ -279,13 +280,6 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
                                  f"no report for the hours after {previous['hour']} up to {hours.label(before)}: "
                                  f"this report links the report of {previous['hour']}"))
     return previous
-
-
-def _is_genesis(directory: Path) -> bool:
-    try:
-        return orjson.loads((directory / "report.json").read_bytes()).get("genesis") is True
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return False
 
 
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],

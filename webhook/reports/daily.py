@@ -22,7 +22,7 @@ from ..core import hours
 from .anchor import Anchor
 from .build import publish, staging_directory
 from .closed_hours import NotReportable, last_closed_hour
-from .history import genesis_hour, hour_directory
+from .history import genesis_hour, hour_directory, newest_link, signed_hours
 from .keys import load_private_key
 from .sums import SUMS, digest_of, sign_files
 
@@ -66,21 +66,15 @@ def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: d
     return out
 
 
-def reported_hours_of(day: date, reports_dir: str | Path, anchor: Anchor | None = None) -> list[datetime]:
-    """The hours of ``day`` that should have reports: all 24, from the genesis hour on."""
-    start = genesis_hour(reports_dir, anchor)
-    return [hour for hour in day_hours(day) if start is None or hour >= start]
+def reported_hours_of(day: date, genesis: datetime | None) -> list[datetime]:
+    """The hours of ``day`` that should have reports: all 24, from the ``genesis`` hour on."""
+    return [hour for hour in day_hours(day) if genesis is None or hour >= genesis]
 
 
 def previous_day(day: date, reports_dir: str | Path, anchor: Anchor | None) -> dict[str, Any] | None:
     """The newest daily report before ``day``, on the volume or in the anchor; None: the first."""
-    on_disk = max((d for d in daily_days(reports_dir) if d < day), default=None)
-    anchored = anchor.latest_before("day", day.isoformat()) if anchor else None
-    if anchored and (on_disk is None or anchored.place >= on_disk.isoformat()):
-        return {"day": anchored.place, "sha256sumsDigest": anchored.digest}
-    if on_disk is not None:
-        return {"day": on_disk.isoformat(), "sha256sumsDigest": digest_of(daily_directory(reports_dir, on_disk))}
-    return None
+    published = {d.isoformat(): daily_directory(reports_dir, d) for d in daily_days(reports_dir)}
+    return newest_link("day", day.isoformat(), published, anchor)
 
 
 def daily_days(reports_dir: str | Path) -> list[date]:
@@ -97,7 +91,7 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
     controls: dict[str, dict[str, Any]] = {}
     exceptions: dict[str, Counter[str]] = defaultdict(Counter)
     hourly, findings = [], []
-    for hour in reported_hours_of(day, reports_dir, anchor):
+    for hour in reported_hours_of(day, genesis_hour(reports_dir, anchor)):
         directory = hour_directory(reports_dir, hour)
         if not (directory / SUMS).is_file():
             findings.append(f"{directory}: no report for hour {hours.label(hour)}")
@@ -135,8 +129,8 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
 def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:
     """Days over by ``until`` whose hourly reports (from the genesis hour on) all exist: each must
     have a daily report."""
-    days = {datetime.strptime("/".join(p.parts[-5:-2]), "%Y/%m/%d").date()
-            for p in Path(reports_dir).glob(f"*/*/*/*/{SUMS}") if p.parent.name != DAILY}
-    return sorted(day for day in days if day_hours(day)[-1] <= until
-                  and all((hour_directory(reports_dir, h) / SUMS).is_file()
-                          for h in reported_hours_of(day, reports_dir)))
+    signed = signed_hours(reports_dir)
+    published = set(signed)
+    genesis = signed[0] if signed else None
+    return sorted(day for day in {hour.date() for hour in signed} if day_hours(day)[-1] <= until
+                  and all(hour in published for hour in reported_hours_of(day, genesis)))

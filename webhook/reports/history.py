@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..audit.log import SEGMENT
 from ..core import hours
 from .anchor import Anchor
@@ -44,15 +46,31 @@ def signed_hours(reports_dir: str | Path) -> list[datetime]:
 
 
 def predecessor(reports_dir: str | Path, hour: datetime, anchor: Anchor | None) -> dict[str, Any] | None:
-    """What the report of ``hour`` links: the newest signed report before it, on the volume or in
-    the anchor (the later of the two, the anchor's when they name the same hour); None: genesis."""
-    on_disk = max((h for h in signed_hours(reports_dir) if h < hour), default=None)
-    anchored = anchor.latest_before("hour", hours.label(hour)) if anchor else None
-    if anchored and (on_disk is None or anchored.place >= hours.label(on_disk)):
-        return {"hour": anchored.place, "sha256sumsDigest": anchored.digest}
+    """What the report of ``hour`` links: the newest signed report before it; None: genesis."""
+    published = {hours.label(h): hour_directory(reports_dir, h) for h in signed_hours(reports_dir)}
+    return newest_link("hour", hours.label(hour), published, anchor)
+
+
+def newest_link(kind: str, place: str, published: dict[str, Path], anchor: Anchor | None) -> dict[str, Any] | None:
+    """The link a new report of ``place`` (an hour label, or a day) carries: the newest report of
+    ``kind`` before it, on the volume (``published``: place -> directory) or in the anchor, the
+    later of the two (the anchor's when they name the same place); None when there is none."""
+    on_disk = max((name for name in published if name < place), default=None)
+    anchored = anchor.latest_before(kind, place) if anchor else None
+    if anchored and (on_disk is None or anchored.place >= on_disk):
+        return {kind: anchored.place, "sha256sumsDigest": anchored.digest}
     if on_disk is not None:
-        return {"hour": hours.label(on_disk), "sha256sumsDigest": digest_of(hour_directory(reports_dir, on_disk))}
+        return {kind: on_disk, "sha256sumsDigest": digest_of(published[on_disk])}
     return None
+
+
+def report_of(version: Path) -> dict[str, Any] | None:
+    """A version's report.json, or None when it is missing or not a JSON object."""
+    try:
+        report = orjson.loads((version / "report.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def genesis_hour(reports_dir: str | Path, anchor: Anchor | None) -> datetime | None:

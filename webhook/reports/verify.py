@@ -9,14 +9,12 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..audit.verify import Finding
 from ..core import hours
 from .anchor import Anchor
 from .build import STAGING_PREFIX, SUPERSEDED
 from .daily import complete_days, daily_days, daily_directory
-from .history import hour_directory, hours_between, logged_hours, report_hours
+from .history import hour_directory, hours_between, logged_hours, report_hours, report_of
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
 from .sums import SIGNATURE, SUMS, digest_of, sha256_file
@@ -161,7 +159,7 @@ def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Findi
         elif sha256_file(target) != digest:
             findings.append(Finding(str(target), None,
                                     f"checksum does not match SHA256SUMS line {number}: the file was changed"))
-    return _report_of(directory)  # None: already reported as a checksum problem
+    return report_of(directory)  # None: already reported as a checksum problem
 
 
 def _in_its_place(report: dict[str, Any] | None, field: str, place: str, directory: Path,
@@ -189,7 +187,7 @@ def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
     unnamed = {digest_of(v): v for v in sorted((directory / SUPERSEDED).glob("*")) if (v / SUMS).is_file()}
     current: Path | None = directory
     while current is not None:
-        named = ((_report_of(current) or {}).get("reissue") or {}).get("supersedes")
+        named = ((report_of(current) or {}).get("reissue") or {}).get("supersedes")
         if not named:
             break
         current = unnamed.pop(named, None)
@@ -201,15 +199,6 @@ def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
     problems += [f"{version.relative_to(directory)} is a version no reissue supersedes: it does not count"
                  for version in unnamed.values()]
     return accepted, problems
-
-
-def _report_of(version: Path) -> dict[str, Any] | None:
-    """A version's report.json, or None when it is missing or not a JSON object."""
-    try:
-        report = orjson.loads((version / "report.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return report if isinstance(report, dict) else None
 
 
 def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> list[Finding]:
