@@ -30,12 +30,12 @@ from jsonpointer import escape
 
 from .admission import AdmissionRequest
 from .config import Config
+from .kinds import Workload
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, resolve_queue
 from .size_limits import oversize
 from .workloads import (
     MUTATED,
-    Workload,
     annotations_of,
     classify,
     is_exempt,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from .config import Config
-from .workloads import Workload, template_of
+from .kinds import Workload
+from .workloads import template_of
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 

@@ -17,10 +17,11 @@ from .config import Config
 from .contract import EngineInput, PolicyEngine, PolicyResult
 from .enforcement import Outcome, enforce
 from .errors import EvaluationError
+from .kinds import Workload
 from .pod_templates import named_for_controller, pod_of, template_changed
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
-from .workloads import HANDLED_KINDS, Workload, classify, is_exempt, labels_of
+from .workloads import HANDLED_KINDS, classify, is_exempt, labels_of
 
 
 @dataclass

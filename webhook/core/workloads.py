@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from .admission import AdmissionRequest
 from .kinds import BY_KEY, KINDS, POD_SUBRESOURCES, Workload
 
-__all__ = ["HANDLED_KINDS", "MUTATED", "Workload", "classify"]  # Workload: kinds' own, for the modules that use it
-
 if TYPE_CHECKING:
     from .config import Config
 
