@@ -211,15 +211,23 @@ def test_daily_reports_sit_in_their_own_day(tmp_path):
     assert any("the report of day" in p and "sits in the directory of" in p for p in problems), problems
 
 
-def test_an_api_server_out_of_reach_does_not_stop_the_writer(tmp_path, caplog):
-    """policyReports.apply with no API server to take them: the hours are signed, the failure logged."""
+def test_an_api_server_out_of_reach_does_not_stop_the_writer(tmp_path, caplog, monkeypatch):
+    """policyReports.apply with no API server to take them: the hours are signed, the failure logged,
+    and the kubeconfig's inline key written out for the attempt is removed."""
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     document = settings(tmp_path)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: "
-                          "{cluster: c, user: u}}]\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-                          "users: [{name: u, user: {token: t}}]\n")
+                          "{cluster: c, user: u}}]\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', "
+                          "certificate-authority-data: Y2E=}}]\n"
+                          "users: [{name: u, user: {client-certificate-data: Y2VydA==, client-key-data: a2V5}}]\n")
     document["reports"] = {**document["reports"], "policyReports": {"apply": True, "kubeconfig": str(kubeconfig)}}
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
     ran_since(document, now - timedelta(hours=2))
     assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now)) == 2
     assert "could not put the policy reports of" in caplog.text and "2026/12/02/11" in caplog.text
+    assert list(scratch.iterdir()) == []  # no key material left in the temporary directory

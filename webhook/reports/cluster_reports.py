@@ -28,10 +28,20 @@ _SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 class ApiServer:
     """Just enough of a Kubernetes client: server-side apply, list and delete."""
 
-    def __init__(self, url: str, session: requests.Session) -> None:
+    def __init__(self, url: str, session: requests.Session, files: tuple[str, ...] = ()) -> None:
         self.url = url.rstrip("/")
         self.session = session
         session.trust_env = False  # the cluster's CA, not REQUESTS_CA_BUNDLE; no proxy between pod and API server
+        self._files = files  # a kubeconfig's inline CA, certificate and key, written out for requests
+
+    def __enter__(self) -> ApiServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Close the session and remove the key material written out for it."""
+        self.session.close()
+        for name in self._files:
+            Path(name).unlink(missing_ok=True)
 
     @classmethod
     def in_cluster(cls) -> ApiServer:
@@ -48,14 +58,14 @@ class ApiServer:
         context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
         user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        session = requests.Session()
-        session.verify = _file(cluster, "certificate-authority") or True
+        session, written = requests.Session(), list[str]()
+        session.verify = _file(cluster, "certificate-authority", written) or True
         if "token" in user:
             session.headers["Authorization"] = "Bearer " + user["token"]
-        certificate, key = _file(user, "client-certificate"), _file(user, "client-key")
+        certificate, key = _file(user, "client-certificate", written), _file(user, "client-key", written)
         if certificate and key:
             session.cert = (certificate, key)
-        return cls(cluster["server"], session)
+        return cls(cluster["server"], session, tuple(written))
 
     def apply(self, path: str, document: dict[str, Any]) -> None:
         response = self.session.patch(f"{self.url}{path}", params={"fieldManager": "vgate", "force": "true"},
@@ -99,8 +109,9 @@ def _named(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "metadata": {**report["metadata"], "name": NAME}}
 
 
-def _file(section: dict[str, Any], key: str) -> str | None:
-    """A kubeconfig's file field, or its inline ``-data`` twin written to a private temporary file."""
+def _file(section: dict[str, Any], key: str, written: list[str]) -> str | None:
+    """A kubeconfig's file field, or its inline ``-data`` twin written to a private temporary file
+    (recorded in ``written``, removed when the ApiServer is closed)."""
     if section.get(key):
         return str(section[key])
     data = section.get(f"{key}-data")
@@ -109,4 +120,5 @@ def _file(section: dict[str, Any], key: str) -> str | None:
     handle = tempfile.NamedTemporaryFile("wb", prefix="vgate-kube-", delete=False)  # noqa: SIM115 - kept for requests
     with handle:
         handle.write(base64.b64decode(data))
+    written.append(handle.name)
     return handle.name

@@ -124,8 +124,9 @@ def _apply_to_cluster(settings: dict[str, Any], hour_dir: Path) -> None:
 
     try:
         api = ApiServer.from_kubeconfig(settings["kubeconfig"]) if settings["kubeconfig"] else ApiServer.in_cluster()
-        for line in apply_policy_reports(api, hour_dir):
-            log.info("%s", line)
+        with api:
+            for line in apply_policy_reports(api, hour_dir):
+                log.info("%s", line)
     except Exception as error:  # noqa: BLE001 - an API server away or a CRD missing must not stop the writer
         log.error("could not put the policy reports of %s into the cluster: %s", hour_dir, error)
 
