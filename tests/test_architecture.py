@@ -119,3 +119,25 @@ def test_the_check_sees_a_wrong_way_import():
     node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
     resolved = ".".join([*package[: len(package) - node.level + 1], str(node.module)])
     assert resolved == "webhook.server.gateway" and resolved.split(".")[1] not in MAY_IMPORT["core"]
+
+
+def exception_classes(source: str) -> list[str]:
+    """Names of the classes in ``source`` that derive from an exception (by the base's name)."""
+    return [node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef)
+            and any(isinstance(base, ast.Name) and base.id.endswith(("Error", "Exception", "Timeout", "Gone",
+                                                                     "Refused", "Reportable", "Seal"))
+                    for base in node.bases)]
+
+
+def test_every_error_is_defined_in_the_one_hierarchy():
+    errors = PACKAGE / "core" / "errors.py"
+    outside = {f"{p.relative_to(ROOT)}: {name}" for p in modules() if p != errors
+               for name in exception_classes(p.read_text())}
+    assert outside == set()
+    tree = {name for name in exception_classes(errors.read_text())}
+    documented = errors.read_text().split('"""')[1]
+    assert {name for name in tree if name not in documented} == set()
+
+
+def test_the_error_check_sees_a_stray_exception():
+    assert exception_classes("class Stray(Exception):\n    pass\n") == ["Stray"]

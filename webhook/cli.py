@@ -17,7 +17,7 @@ import click
 
 from .audit.verify import Finding
 from .core import hours
-from .core.errors import SourceError
+from .core.errors import InputError, NothingToSeal, NotReportable, SourceError
 from .reports.anchor import Anchor
 from .server.certs import CertPaths, ca_bundle, expires_at, write_certs
 
@@ -227,10 +227,9 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     from .files.config_file import load_config
     from .files.exception_files import load_configured_exceptions
     from .offline.chain.crd_defaults import read_crd_file
-    from .offline.chain.errors import ModelError
     from .offline.chain.model import Cluster
     from .offline.chain.volcano import CHART_ADMISSIONS, read_admission_config
-    from .offline.eval_manifests import ManifestError, evaluate, load_manifests
+    from .offline.eval_manifests import evaluate, load_manifests
     from .policy.regorus_engine import RegorusEngine
     from .policy.sources import load_policy_set
 
@@ -249,7 +248,7 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
             click.echo(f"Warning: policy exception rejected (the server rejects it too): {error}", err=True)
         verdicts = evaluate(load_manifests(list(files)), config, engine, exceptions,
                             operation=operation, namespace=namespace, user=user, cluster=cluster)
-    except (SourceError, ManifestError, ModelError) as error:
+    except (SourceError, InputError) as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)
     if output == "json":
@@ -285,7 +284,6 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     from .files.config_file import load_config
     from .reports.anchor import anchor_of
     from .reports.build import build_report
-    from .reports.closed_hours import NotReportable
     from .reports.keys import ensure_key, public_key_path
     from .reports.schedule import ReportScheduler, writer_lock
 
@@ -423,7 +421,7 @@ def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
     """Acknowledge a segment's torn last line (a crash cut its last write) with a signed seal."""
     from .files.config_file import load_config
     from .reports.keys import load_private_key
-    from .reports.seals import NothingToSeal, seal_segment
+    from .reports.seals import seal_segment
 
     try:
         key_path = load_config(config_path).document["reports"]["key"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from webhook.audit.log import AuditError, DecisionLog
+from webhook.audit.log import DecisionLog
 from webhook.audit.verify import verify_segments
+from webhook.core.errors import AuditError
 
 from helpers import fill
 

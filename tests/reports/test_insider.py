@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from webhook.audit.log import GENESIS
+from webhook.core.errors import NotReportable
 from webhook.files.config_file import load_config
 from webhook.reports.anchor import Anchor
 from webhook.reports.build import build_report, hour_directory
-from webhook.reports.closed_hours import NotReportable
 from webhook.reports.daily import daily_directory
 from webhook.reports.keys import load_private_key, public_key_path
 from webhook.reports.schedule import FIRST_HOUR, ReportScheduler, prune

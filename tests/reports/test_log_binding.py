@@ -21,9 +21,9 @@ import pytest
 
 from webhook.audit.log import GENESIS
 from webhook.audit.verify import verify_segments
+from webhook.core.errors import NotReportable
 from webhook.reports.anchor import Anchor
 from webhook.reports.build import build_report, hour_directory
-from webhook.reports.closed_hours import NotReportable
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.verify import verify_reports
 

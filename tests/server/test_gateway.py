@@ -12,9 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from webhook.audit.log import AuditError
 from webhook.core.contract import EngineInput, Evaluation, PolicyResult, Violation
-from webhook.core.errors import EvaluationError, RequestError
+from webhook.core.errors import AuditError, EvaluationError, RequestError
 from webhook.files.config_file import parse_config
 from webhook.server.gateway import Gateway
 from webhook.server.metrics import Metrics

@@ -30,15 +30,11 @@ from typing import Any
 import orjson
 
 from ..core import hours
-from ..core.errors import VgateError
+from ..core.errors import AuditError
 
 GENESIS = "0" * 64
 SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")
 _WAIT_SECONDS = 10.0
-
-
-class AuditError(VgateError):
-    """A decision could not be made durable."""
 
 
 @dataclass

@@ -5,10 +5,21 @@
     │   ├── ConfigError      the gateway config (YAML / JSON Schema)
     │   └── PolicyError      a Rego file that does not parse or compile
     ├── RequestError         an HTTP request we refuse: carries the status (400, 413)
-    └── EvaluationError      policy evaluation failed at request time (answered per failureMode)
+    ├── AuditError           a decision could not be made durable (answered per audit.failureMode)
+    ├── EvaluationError      policy evaluation failed at request time (answered per failureMode)
+    │   ├── EvaluatorTimeout the evaluator child missed its deadline (it is stopped)
+    │   └── EvaluatorGone    the evaluator child died or closed its pipe
+    ├── InputError           what `vgate eval` was given cannot be judged
+    │   ├── ManifestError    a manifest: unreadable, not YAML, not a Kubernetes object
+    │   └── ModelError       a manifest or CRD the admission-chain model cannot default
+    ├── AdmissionRefused     the model's built-in API-server plugin refused (403 before any webhook)
+    └── Refused              a command that writes evidence refuses, and writes nothing
+        ├── NotReportable    an hour that may not be reported (now, or in place)
+        └── NothingToSeal    a segment without a torn last line
 
 Start-up turns a SourceError into a one-line message and a non-zero exit; the HTTP layer
-turns a RequestError into a one-line JSON error. Nothing else should reach a user.
+turns a RequestError into a one-line JSON error; the CLI prints an InputError or a Refused
+as one line and exits 2 or 1. Nothing else should reach a user.
 """
 
 from __future__ import annotations
@@ -48,3 +59,47 @@ class RequestError(VgateError):
 
 class EvaluationError(VgateError):
     """Policy evaluation failed for one request (engine error, bad policy output)."""
+
+
+class AuditError(VgateError):
+    """A decision could not be made durable."""
+
+
+class EvaluatorTimeout(EvaluationError):
+    """The evaluator child did not answer within its deadline."""
+
+
+class EvaluatorGone(EvaluationError):
+    """The evaluator child exited or closed its pipe mid-request."""
+
+
+class InputError(VgateError):
+    """Something given to `vgate eval` cannot be judged; the message names the file and why."""
+
+
+class ManifestError(InputError):
+    """A manifest that cannot be judged: unreadable, not YAML, not a Kubernetes object."""
+
+
+class ModelError(InputError):
+    """A manifest or CRD file the model cannot default: the message names the file and the reason."""
+
+
+class AdmissionRefused(VgateError):
+    """A built-in plugin of the modelled API server refused the request (403 before any webhook)."""
+
+
+class Refused(VgateError):
+    """A command that writes evidence refused; nothing was written."""
+
+
+class NotReportable(Refused):
+    """An hour that may not be reported (now, or in place); ``usage`` marks a bad request."""
+
+    def __init__(self, message: str, *, usage: bool) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class NothingToSeal(Refused):
+    """The segment has no torn last line."""

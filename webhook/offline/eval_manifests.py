@@ -25,16 +25,11 @@ import yaml
 
 from ..core.config import Config
 from ..core.contract import PolicyEngine
-from ..core.errors import RequestError
+from ..core.errors import ManifestError, ModelError, RequestError
 from ..core.policy_exceptions import PolicyException
 from .admit import OfflineResult, admit
-from .chain.errors import ModelError
 from .chain.job_controller import CONTROLLER_USER, is_volcano_job, pod_group_for
 from .chain.model import Cluster, Delivery
-
-
-class ManifestError(Exception):
-    """A manifest that cannot be judged: unreadable, not YAML, not a Kubernetes object."""
 
 
 @dataclass(frozen=True)

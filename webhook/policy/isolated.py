@@ -30,18 +30,10 @@ from typing import Any
 import orjson
 
 from ..core.contract import EngineInput, Evaluation, PolicyResult, parse_result
-from ..core.errors import EvaluationError, PolicyError
+from ..core.errors import EvaluationError, EvaluatorGone, EvaluatorTimeout, PolicyError
 from .sources import PolicySet
 
 EVALUATE, INTERPRET = b"E", b"I"
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _Gone(Exception):
-    pass
 
 
 class IsolatedEngine:
@@ -85,11 +77,11 @@ class IsolatedEngine:
                     raise EvaluationError(f"the policy evaluator could not be restarted: {error.reason}") from None
             try:
                 reply = self._children[0].ask(frame, self._timeout)
-            except _Timeout:
+            except EvaluatorTimeout:
                 _stop_all(self._children)
                 raise EvaluationError(f"policy evaluation took longer than server.evaluationTimeoutSeconds "
                                       f"({self._timeout:g} s) and was stopped") from None
-            except _Gone as gone:
+            except EvaluatorGone as gone:
                 _stop_all(self._children)
                 raise EvaluationError(f"the policy evaluator exited during evaluation ({gone})") from None
         if "error" in reply:
@@ -102,11 +94,11 @@ class IsolatedEngine:
         child = _Child()
         try:
             ready = child.ask(self._load_request, self._budget)
-        except _Timeout:
+        except EvaluatorTimeout:
             child.stop()
             raise PolicyError(self._root, None, f"compiling and warming up the policy set took longer than "
                                                 f"server.policyLoadTimeoutSeconds ({self._budget:g} s)") from None
-        except _Gone as gone:
+        except EvaluatorGone as gone:
             child.stop()
             raise PolicyError(self._root, None, f"the policy evaluator exited while loading the set ({gone})") from None
         if "policy_error" in ready:
@@ -138,7 +130,7 @@ class _Child:
         try:
             write_frame(self._in, payload)
         except OSError as error:
-            raise _Gone(self._exit_reason() or str(error)) from None
+            raise EvaluatorGone(self._exit_reason() or str(error)) from None
         header = self._read(4, deadline)
         reply: dict[str, Any] = orjson.loads(self._read(int.from_bytes(header, "big"), deadline))
         return reply
@@ -148,10 +140,10 @@ class _Child:
         while remaining:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._out], [], [], left)[0]:
-                raise _Timeout()
+                raise EvaluatorTimeout()
             part = os.read(self._out, remaining)
             if not part:
-                raise _Gone(self._exit_reason() or "closed its output")
+                raise EvaluatorGone(self._exit_reason() or "closed its output")
             parts.append(part)
             remaining -= len(part)
         return b"".join(parts)

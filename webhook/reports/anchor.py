@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ..audit.log import append_whole
 from ..audit.verify import Finding
 from ..core import hours
-from .closed_hours import NotReportable
+from ..core.errors import NotReportable
 from .durable import fsync_path
 from .keys import sign, signature_valid
 from .sums import SUMS, digest_of

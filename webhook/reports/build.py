@@ -33,9 +33,10 @@ import yaml
 from ..audit.log import SEGMENT
 from ..audit.verify import Finding, segments, verify_segments
 from ..core import hours
+from ..core.errors import NotReportable
 from ..policy.sources import RuleInfo, rule_catalogue
 from .anchor import Anchor
-from .closed_hours import NotReportable, check_reportable
+from .closed_hours import check_reportable
 from .durable import fsync_path
 from .history import hour_directory, predecessor, report_of, signed_hours
 from .keys import load_private_key

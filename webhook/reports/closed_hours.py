@@ -12,17 +12,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..core import hours
+from ..core.errors import NotReportable
 from .sums import SUMS
 
 GRACE = timedelta(seconds=60)  # let records of the closing hour land before it is reported
-
-
-class NotReportable(Exception):
-    """An hour that may not be reported (now, or in place); ``usage`` marks a bad request."""
-
-    def __init__(self, message: str, *, usage: bool) -> None:
-        super().__init__(message)
-        self.usage = usage
 
 
 def last_closed_hour(now: datetime) -> datetime:

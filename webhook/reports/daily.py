@@ -19,9 +19,10 @@ from typing import Any
 import orjson
 
 from ..core import hours
+from ..core.errors import NotReportable
 from .anchor import Anchor
 from .build import publish, staging_directory
-from .closed_hours import NotReportable, last_closed_hour
+from .closed_hours import last_closed_hour
 from .history import genesis_hour, hour_directory, newest_link, signed_hours
 from .keys import load_private_key
 from .sums import SUMS, digest_of, sign_files

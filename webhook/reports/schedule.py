@@ -28,9 +28,10 @@ from typing import Any
 
 from ..audit.log import SEGMENT
 from ..core import hours
+from ..core.errors import NotReportable
 from .anchor import Anchor, anchor_of
 from .build import build_report
-from .closed_hours import NotReportable, last_closed_hour
+from .closed_hours import last_closed_hour
 from .daily import build_daily, daily_directory, day_closed
 from .history import genesis_hour, hour_directory, hours_between, logged_hours
 from .keys import ensure_key, load_private_key, public_key_path

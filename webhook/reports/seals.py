@@ -15,11 +15,8 @@ from pathlib import Path
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..core.errors import NothingToSeal
 from .keys import sign, signature_valid
-
-
-class NothingToSeal(Exception):
-    """The segment has no torn last line."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..audit.log import AuditError, DecisionLog
+from ..audit.log import DecisionLog
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
 from ..core.contract import PolicyEngine
-from ..core.errors import RequestError
+from ..core.errors import AuditError, RequestError
 from ..core.mutation import Mutation, mutate
 from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ModelError
+from ...core.errors import ModelError
 
 SHIPPED = "volcano_crd_defaults.json"
 

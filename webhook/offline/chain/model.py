@@ -29,10 +29,10 @@ from typing import Any
 
 import jsonpatch
 
+from ...core.errors import AdmissionRefused, ModelError
 from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
-from .errors import ModelError
 
 EXEMPT_LABEL = "vgate.io/exempt"
 VGATE_WEBHOOK = "mutate.vgate.io"
@@ -145,7 +145,7 @@ def deliver(manifest: dict[str, Any], namespace: str, operation: str, cluster: C
     try:
         if is_pod_create:
             _run_plugins(step, cluster)
-    except plugins.AdmissionRefused as refusal:
+    except AdmissionRefused as refusal:
         return Delivery(obj, obj, steps, [], refused=str(refusal))
     delivered = copy.deepcopy(obj)
     if operation != "CREATE":

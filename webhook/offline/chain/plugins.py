@@ -13,13 +13,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.errors import AdmissionRefused
+
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 _RANDOM_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
-
-
-class AdmissionRefused(Exception):
-    """A built-in plugin refused the request (the API server answers 403 before any webhook)."""
 
 
 @dataclass(frozen=True)

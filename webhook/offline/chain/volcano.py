@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
+from ...core.errors import ModelError
 from .core_defaults import canonicalize_resources
-from .errors import ModelError
 
 # What Volcano's chart (v1.14) enables, its webhook-manager's --enabled-admission: no PodGroup or Pod
 # mutator (measured: the e2e control plane installs Volcano from that chart).
