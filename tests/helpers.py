@@ -115,6 +115,7 @@ class Server:
         self.log = open(workdir / "server.log", "wb")  # noqa: SIM115 - the server's output, closed by stop()
         env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        env.pop("VGATE_RUNTIME_DIR", None)
         self.process = subprocess.Popen(
             [
                 *VGATE,

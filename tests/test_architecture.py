@@ -141,3 +141,36 @@ def test_every_error_is_defined_in_the_one_hierarchy():
 
 def test_the_error_check_sees_a_stray_exception():
     assert exception_classes("class Stray(Exception):\n    pass\n") == ["Stray"]
+
+
+# The environment as an input: the runtime directory's one variable (and prometheus_client's), and
+# what an operator or Kubernetes sets for a pod. Nothing else passes between processes that way.
+ENVIRONMENT_READERS = {"webhook/server/runtime.py", "webhook/audit/log.py", "webhook/reports/cluster_reports.py"}
+
+
+ENVIRONMENT = {"environ", "environb", "getenv", "putenv", "unsetenv"}
+
+
+def reads_environment(source: str) -> bool:
+    """Whether ``source`` touches the process environment: ``os.environ``, ``os.getenv`` (``os`` under any
+    name) or their import by name; a WSGI request's ``environ`` is not it."""
+    tree = ast.parse(source)
+    os_names = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names if alias.name == "os"}
+    return any(isinstance(node, ast.Attribute) and node.attr in ENVIRONMENT
+               and isinstance(node.value, ast.Name) and node.value.id in os_names
+               or isinstance(node, ast.ImportFrom) and node.module == "os"
+               and any(alias.name in ENVIRONMENT for alias in node.names)
+               for node in ast.walk(tree))
+
+
+def test_processes_share_a_runtime_directory_not_environment_variables():
+    readers = {str(p.relative_to(ROOT)) for p in modules() if reads_environment(p.read_text())}
+    assert readers - ENVIRONMENT_READERS == set()
+
+
+def test_the_environment_check_sees_a_read():
+    assert reads_environment("import os\ntoken = os.getenv('VGATE_TOKEN')\n")
+    assert reads_environment("import os as o\ntoken = o.environ['VGATE_TOKEN']\n")
+    assert not reads_environment("def f(request):\n    return request.environ['wsgi.input']\n")
+    assert reads_environment("from os import environ as e\nx = e['A']\n")

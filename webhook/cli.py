@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import click
 
 from .audit.verify import Finding
 from .core import hours
-from .core.errors import InputError, NothingToSeal, NotReportable, SourceError
+from .core.errors import InputError, NothingToSeal, NotReportable, SourceError, StartError
 from .reports.anchor import Anchor
 from .server.certs import CertPaths, ca_bundle, expires_at, write_certs
 
@@ -94,54 +93,16 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     change; an invalid new set is refused and the old one keeps serving. The server's connection
     settings (timeouts, connection cap, clientCA) are read at start.
     """
+    from .server.launch import ServeOptions
+    from .server.launch import serve as launch
     from .server.log_format import configure
 
     configure(log_format=log_format)
-    # Must precede the first import of prometheus_client: every worker writes its samples there.
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="vgate-metrics-"))
-    from .server.metrics import Metrics, forget_this_process
-    from .server.reload import RELOAD_TOKEN_ENV
-    from .server.wiring import Settings, build_app, load_gateway
-
-    settings = Settings(config_path, policy_dir, opa_url, opa_timeout, reload_interval, hourly_reports, threads)
     try:
-        server_config = load_gateway(settings, Metrics(), audit=False).config.server
-    except SourceError as error:
+        launch(ServeOptions(config_path, policy_dir, cert_dir, bind, workers, threads, server_kind, access_log,
+                            metrics_bind, log_format, opa_url, opa_timeout, hourly_reports, reload_interval))
+    except (SourceError, StartError) as error:
         raise click.ClickException(str(error)) from None
-    forget_this_process()
-    paths = CertPaths.under(cert_dir)
-    if not paths.exist():
-        write_certs(cert_dir, "vgate", "vgate-system")
-        log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)", cert_dir, paths.ca)
-    token = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "reload-token"
-    token.touch()
-    os.environ[RELOAD_TOKEN_ENV] = str(token)
-
-    log.info("serving on https://%s with %d workers (%s)", bind, workers, server_kind)
-    if server_kind == "gunicorn":
-        from .server.gunicorn import ServeOptions, VgateServer
-
-        options = ServeOptions(bind=bind, workers=workers, threads=threads, certs=paths, access_log=access_log)
-        VgateServer(lambda: build_app(settings), options).run()
-        return
-    from .server.granian_server import Limits
-    from .server.granian_server import serve as serve_granian
-    from .server.probe_port import STATUS_DIR_ENV, serve_probes
-
-    if metrics_bind:
-        status_dir = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "status"
-        status_dir.mkdir(exist_ok=True)
-        os.environ[STATUS_DIR_ENV] = str(status_dir)
-        try:
-            serve_probes(metrics_bind, status_dir)
-        except OSError as error:  # in use, not an address of this host, no permission
-            raise click.ClickException(f"--metrics-bind {metrics_bind}: cannot listen there: "
-                                       f"{error.strerror or error}") from None
-        log.info("probes and metrics on http://%s", metrics_bind)
-
-    limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
-                    server_config["clientCA"])
-    serve_granian(settings, bind, workers, paths, limits, access_log, log_format)
 
 
 @main.command("test")

@@ -4,6 +4,7 @@
     ├── SourceError          a file an operator wrote is wrong: carries file, line, reason
     │   ├── ConfigError      the gateway config (YAML / JSON Schema)
     │   └── PolicyError      a Rego file that does not parse or compile
+    ├── StartError           `vgate serve` cannot start (a port it cannot listen on)
     ├── RequestError         an HTTP request we refuse: carries the status (400, 413)
     ├── AuditError           a decision could not be made durable (answered per audit.failureMode)
     ├── EvaluationError      policy evaluation failed at request time (answered per failureMode)
@@ -46,6 +47,10 @@ class ConfigError(SourceError):
 
 class PolicyError(SourceError):
     """A Rego file does not parse or compile."""
+
+
+class StartError(VgateError):
+    """`vgate serve` cannot start for a reason other than a file: a port it cannot listen on."""
 
 
 class RequestError(VgateError):

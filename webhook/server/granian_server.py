@@ -9,14 +9,12 @@ by granian itself, each within ``server.headerReadTimeoutSeconds``; bodies withi
 servers since the HTTP/2 rapid-reset attacks); the API server speaks HTTP/1.1 to webhooks then.
 
 Workers are processes (regorus holds the GIL). Each builds its app from the settings the master
-puts in the environment (``SETTINGS_ENV``), after the master has checked config and policies.
+writes into the runtime directory (``runtime.RuntimeDir``), after the master has checked config and policies.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,11 +27,10 @@ from .certs import CertPaths
 from .log_format import granian_logging
 from .periodic import every
 from .reload import touch_reload_token
+from .runtime import RuntimeDir
 from .serving_pair import ServingPair
 
 log = logging.getLogger("vgate")
-SETTINGS_ENV = "VGATE_SERVE_SETTINGS"
-SERVED_CERT_ENV = "VGATE_SERVED_CERT"  # the verified copy workers present: its expiry is a metric
 
 
 @dataclass(frozen=True)
@@ -73,15 +70,14 @@ class _ReloadingServer(MPServer):
             log.info("SIGHUP: workers reload config and policies")
 
 
-def serve(settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits, access_log: bool = False,
-          log_format: str = "text") -> None:
+def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits,
+          access_log: bool = False, log_format: str = "text") -> None:
     """Run granian in this process (the master) until SIGTERM or SIGINT; workers build the app.
 
     Workers load the verified copy of the certificate pair (``ServingPair``); a watcher renews it.
     """
-    os.environ[SETTINGS_ENV] = json.dumps(asdict(settings))
-    pair = ServingPair(certs, Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / "tls")
-    os.environ[SERVED_CERT_ENV] = str(pair.served.cert)
+    runtime.write_settings(asdict(settings))
+    pair = ServingPair(certs, runtime.tls)
     host, port = host_and_port(bind)
     server = _ReloadingServer(
         "webhook.server.wiring:asgi_app_from_environment",

@@ -7,7 +7,6 @@ evaluation scales with processes (``workers``), not threads; threads only multip
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from gunicorn.arbiter import Arbiter
 
 from .certs import CertPaths
 from .reload import touch_reload_token
+from .runtime import metrics_dir
 
 
 class _ReloadingArbiter(Arbiter):
@@ -80,7 +80,7 @@ class VgateServer(BaseApplication):
 
 def _mark_worker_dead(server: Any, worker: Any) -> None:
     """Drop a dead worker's live metrics from the multiprocess directory."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if metrics_dir():
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)

@@ -26,6 +26,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from .runtime import metrics_dir
+
 
 class Metrics:
     """Every metric vgate exposes, registered in one registry."""
@@ -65,7 +67,7 @@ class Metrics:
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        if metrics_dir():
             return merged_exposition()
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
@@ -79,7 +81,7 @@ def merged_exposition() -> tuple[bytes, str]:
 
 def forget_dead_workers() -> None:
     """Drop the live gauges of processes that no longer run from the multiprocess directory."""
-    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    directory = metrics_dir()
     if not directory:
         return
     pids = {int(m.group(1)) for f in Path(directory).glob("*_live*_*.db") if (m := re.search(r"_(\d+)\.db$", f.name))}
@@ -90,7 +92,7 @@ def forget_dead_workers() -> None:
 
 def forget_this_process() -> None:
     """Drop this process's live gauges (the master's, after its start-up check built a gateway)."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if metrics_dir():
         multiprocess.mark_process_dead(os.getpid())
 
 

@@ -23,18 +23,18 @@ from .app import readiness
 from .granian_server import host_and_port
 from .metrics import merged_exposition, running
 from .reload import LiveGateway
+from .runtime import RuntimeDir
 
-STATUS_DIR_ENV = "VGATE_STATUS_DIR"
 STALE_SECONDS = 30.0
 
 
 def write_status(live: LiveGateway) -> None:
     """This worker's /readyz answer, for the master's probe port (no-op without one)."""
-    directory = os.environ.get(STATUS_DIR_ENV)
-    if not directory:
+    runtime = RuntimeDir.current()
+    if runtime is None or not runtime.probes_served:
         return
     code, body = readiness(live)
-    path = Path(directory) / f"{os.getpid()}.json"
+    path = runtime.status / f"{os.getpid()}.json"
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps({"code": code, "body": body, "written": time.time()}))
     os.replace(temporary, path)

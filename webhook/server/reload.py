@@ -22,17 +22,17 @@ from ..core.errors import SourceError
 from .gateway import Gateway
 from .metrics import Metrics
 from .periodic import every
+from .runtime import RuntimeDir
 
 log = logging.getLogger("vgate")
-RELOAD_TOKEN_ENV = "VGATE_RELOAD_TOKEN"
 
 
 def touch_reload_token() -> bool:
     """Make every worker's watcher look at its files now (what SIGHUP does); False without a token."""
-    token = os.environ.get(RELOAD_TOKEN_ENV)
-    if token:
-        os.utime(token)
-    return bool(token)
+    runtime = RuntimeDir.current()
+    if runtime is not None:
+        os.utime(runtime.reload_token)
+    return runtime is not None
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,9 @@ class LiveGateway:
 
     def _fingerprint(self) -> tuple[tuple[str, int, int], ...]:
         paths = list(self.current.sources())
-        token = os.environ.get(RELOAD_TOKEN_ENV)
-        if token:
-            paths.append(Path(token))
+        runtime = RuntimeDir.current()
+        if runtime is not None:
+            paths.append(runtime.reload_token)
         files: list[Path] = []
         for path in paths:
             files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]

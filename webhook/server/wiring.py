@@ -9,7 +9,6 @@ before the workers start, so an invalid file stops start-up.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -29,13 +28,13 @@ from ..policy.sources import load_policy_set
 from ..reports.schedule import ReportScheduler
 from .app import create_app
 from .asgi import WsgiBehindLoop
-from .certs import expires_at
+from .certs import CertPaths, expires_at
 from .gateway import Gateway
-from .granian_server import SERVED_CERT_ENV, SETTINGS_ENV
 from .metrics import Metrics, forget_dead_workers
 from .periodic import every
-from .probe_port import STATUS_DIR_ENV, write_status
+from .probe_port import write_status
 from .reload import LiveGateway
+from .runtime import RUNTIME_DIR_ENV, RuntimeDir
 
 log = logging.getLogger("vgate")
 
@@ -82,18 +81,20 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
     """One worker's app and the live gateway behind it: metrics, files watched, the hourly reports."""
     forget_dead_workers()
     metrics = Metrics()
-    served = os.environ.get(SERVED_CERT_ENV)
-    if served:
-        metrics.certificate_expiry.set(expires_at(Path(served).read_bytes()).timestamp())
+    runtime = RuntimeDir.current()
+    served = CertPaths.under(runtime.tls).cert if runtime else None
+    if served is not None and served.is_file():
+        metrics.certificate_expiry.set(expires_at(served.read_bytes()).timestamp())
     live = LiveGateway(lambda: load_gateway(settings, metrics), metrics)
     live.watch(settings.reload_interval)
-    if os.environ.get(STATUS_DIR_ENV):  # the master serves /readyz on the probe port from these reports
+    probe_port = runtime is not None and runtime.probes_served
+    if probe_port:  # the master serves /readyz on the probe port from these reports
         write_status(live)
         every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
-    return create_app(live, metrics, probes=not os.environ.get(STATUS_DIR_ENV)), live
+    return create_app(live, metrics, probes=not probe_port), live
 
 
 def build_app(settings: Settings) -> Flask:
@@ -103,7 +104,10 @@ def build_app(settings: Settings) -> Flask:
 
 def asgi_app_from_environment() -> WsgiBehindLoop:
     """The app factory granian calls in each worker: the Flask app behind the body-reading event loop."""
-    settings = Settings(**json.loads(os.environ[SETTINGS_ENV]))
+    runtime = RuntimeDir.current()
+    if runtime is None:
+        raise RuntimeError(f"{RUNTIME_DIR_ENV} is not set: granian's workers are started by `vgate serve`")
+    settings = Settings(**runtime.settings())
     app, live = build_worker(settings)
     server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
     return WsgiBehindLoop(app, lambda: server()["maxBodyBytes"], lambda: server()["bodyReadTimeoutSeconds"],

@@ -1,0 +1,79 @@
+"""Start `vgate serve`: check everything once in the master, then hand over to granian or gunicorn.
+
+The command line parses its options into ``ServeOptions`` and calls ``serve``; this module does the
+rest in the order it must happen: the runtime directory before prometheus_client is imported, the
+start-up check (an invalid file stops start-up with one line), development certificates when none
+exist, the probe port, then the server that runs the workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..core.errors import StartError
+from .certs import CertPaths, write_certs
+from .runtime import RuntimeDir
+
+log = logging.getLogger("vgate")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """`vgate serve`'s options, as given."""
+
+    config_path: str | None
+    policy_dir: str
+    cert_dir: str
+    bind: str
+    workers: int
+    threads: int
+    server_kind: str
+    access_log: bool
+    metrics_bind: str | None
+    log_format: str
+    opa_url: str | None
+    opa_timeout: float
+    hourly_reports: bool
+    reload_interval: float
+
+
+def serve(options: ServeOptions) -> None:
+    """Run the server until SIGTERM; raise SourceError (a file) or StartError (a port) before it starts."""
+    runtime = RuntimeDir.create()  # before prometheus_client is imported: every worker writes its samples there
+    from .metrics import Metrics, forget_this_process
+    from .wiring import Settings, build_app, load_gateway
+
+    settings = Settings(options.config_path, options.policy_dir, options.opa_url, options.opa_timeout,
+                        options.reload_interval, options.hourly_reports, options.threads)
+    server_config = load_gateway(settings, Metrics(), audit=False).config.server
+    forget_this_process()
+    paths = CertPaths.under(options.cert_dir)
+    if not paths.exist():
+        write_certs(options.cert_dir, "vgate", "vgate-system")
+        log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)",
+                    options.cert_dir, paths.ca)
+    log.info("serving on https://%s with %d workers (%s)", options.bind, options.workers, options.server_kind)
+    if options.server_kind == "gunicorn":
+        from .gunicorn import ServeOptions as GunicornOptions
+        from .gunicorn import VgateServer
+
+        VgateServer(lambda: build_app(settings), GunicornOptions(
+            bind=options.bind, workers=options.workers, threads=options.threads, certs=paths,
+            access_log=options.access_log)).run()
+        return
+    from .granian_server import Limits
+    from .granian_server import serve as serve_granian
+    from .probe_port import serve_probes
+
+    if options.metrics_bind:
+        try:
+            serve_probes(options.metrics_bind, runtime.serve_probes_here())
+        except OSError as error:  # in use, not an address of this host, no permission
+            raise StartError(f"--metrics-bind {options.metrics_bind}: cannot listen there: "
+                             f"{error.strerror or error}") from None
+        log.info("probes and metrics on http://%s", options.metrics_bind)
+    limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
+                    server_config["clientCA"])
+    serve_granian(runtime, settings, options.bind, options.workers, paths, limits, options.access_log,
+                  options.log_format)
