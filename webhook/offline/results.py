@@ -107,3 +107,24 @@ def results_json(tests: list[UnitTest], samples: list[SampleCheck],
                      "enginesAgree": s.engines_agree} for s in samples],
         "coverage": {path: round(percent, 1) for path, percent in sorted(coverage.items())},
     }
+
+
+def results_text(tests: list[UnitTest], samples: list[SampleCheck], coverage: dict[str, float],
+                 verbose: bool) -> list[str]:
+    """`vgate test`'s lines for a person: failures (everything with ``verbose``), coverage, the totals."""
+    lines = []
+    for test in tests:
+        if verbose or not test.passed:
+            detail = "" if test.passed else f" ({test.file}:{test.line}{': ' + test.error if test.error else ''})"
+            lines.append(f"{'PASS' if test.passed else 'FAIL'} {test.rule}{detail}")
+    for sample in samples:
+        if verbose or not sample.passed:
+            denied = ", ".join(sample.denied_by) or "nothing"
+            disagree = "" if sample.engines_agree else " (the RVM and the interpreter decide it differently)"
+            lines.append(f"{'PASS' if sample.passed else 'FAIL'} sample {sample.file}: expected {sample.expected}, "
+                         f"denied by {denied}{disagree}")
+    lines.append("-" * 72)
+    lines += [f"coverage {percent:5.1f}% {path}" for path, percent in sorted(coverage.items())]
+    lines.append(f"tests: {sum(t.passed for t in tests)}/{len(tests)} passed; "
+                 f"samples: {sum(s.passed for s in samples)}/{len(samples)} passed")
+    return lines

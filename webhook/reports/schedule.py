@@ -44,6 +44,19 @@ WRITER_LOCK = ".writer.lock"
 FIRST_HOUR = ".first-hour"  # the hour the first writer found no history: reports start there
 
 
+def write_hour(document: dict[str, Any], policy_dir: str | Path, hour: datetime, now: datetime,
+               reissue_reason: str | None = None) -> Path:
+    """`vgate report --hour`: one hour's report under the writers' lock; NotReportable if refused."""
+    reports_dir = Path(document["reports"]["dir"])
+    with writer_lock(reports_dir) as held:
+        if not held:
+            raise NotReportable(f"another writer holds {reports_dir}/{WRITER_LOCK}: one writer signs at a time; "
+                                "try again when it is done", usage=False)
+        return build_report(hour, document["audit"]["dir"], reports_dir, policy_dir, document["reports"]["key"],
+                            now=now, reissue_reason=reissue_reason, language=document["reports"]["language"],
+                            anchor=anchor_of(document))
+
+
 class ReportScheduler:
     def __init__(self, settings: Callable[[], dict[str, Any]], policy_dir: Callable[[], Path]) -> None:
         self._settings = settings      # the config document in force (it may be reloaded)

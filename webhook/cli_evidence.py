@@ -1,0 +1,160 @@
+"""The evidence verbs of `vgate`: `report` writes signed hourly reports, `audit verify` checks the
+decision log and the reports, `audit seal` acknowledges a torn last line. Parsing and printing only:
+the work is in ``reports/`` (``schedule.write_hour``, ``evidence.check_evidence``, ``seals``).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from .core import hours
+from .core.errors import InputError, NothingToSeal, NotReportable, SourceError
+from .reports.anchor import Anchor
+
+
+@click.command()
+@click.option("--hour", "hour_text", help="The closed UTC hour to report, e.g. 2026-12-02T10.")
+@click.option("--catch-up", is_flag=True,
+              help="Write every missing closed hour of the last day, then prune (the report writer's CronJob); "
+                   "exit 1 if any hour is refused (one the anchor says was signed and is gone).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False),
+              help="Policies whose METADATA maps rules to severities and MLPS controls.")
+@click.option("--reissue", is_flag=True, help="Write a new version of an hour already signed; the old one is kept.")
+@click.option("--reason", help="Why the hour is reissued (required with --reissue; recorded in the report).")
+@click.option("--new-key", is_flag=True, help="Create the report key (and .pub) if it does not exist yet.")
+def report(hour_text: str | None, catch_up: bool, config_path: str | None, policy_dir: str, reissue: bool,
+           reason: str | None, new_key: bool) -> None:
+    """Write the signed compliance report of one closed hour under reports/YYYY/MM/DD/HH/.
+
+    Exit 0 written, 1 refused (the hour is signed already, or the anchor says it was and it is gone,
+    another writer holds the lock, no key), 2 bad usage (an hour not closed yet, or in the future).
+    """
+    from .files.config_file import load_config
+    from .reports.keys import ensure_key, public_key_path
+    from .reports.schedule import ReportScheduler, write_hour
+
+    if (hour_text is None) == (not catch_up) or (catch_up and reissue):
+        raise click.UsageError("give --hour HOUR, or --catch-up alone")
+    if reissue != (reason is not None):
+        raise click.UsageError("--reissue and --reason go together: say why a signed hour is written again")
+    try:
+        document = load_config(config_path).document
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    key = Path(document["reports"]["key"])
+    if new_key and ensure_key(key):
+        click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
+    if not key.is_file():
+        raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
+    if catch_up:
+        scheduler = ReportScheduler(lambda: document, lambda: Path(policy_dir))
+        written = scheduler.tick(datetime.now(timezone.utc))
+        click.echo("\n".join(str(out) for out in written) or "every closed hour of the last day has its report")
+        for refusal in scheduler.refused:
+            click.echo(f"Error: {refusal}", err=True)
+        sys.exit(1 if scheduler.refused else 0)
+    hour = _hour(hour_text, "--hour")
+    assert hour is not None  # --hour was given: checked above
+    try:
+        out = write_hour(document, policy_dir, hour, datetime.now(timezone.utc), reason)
+    except NotReportable as refusal:
+        click.echo(f"Error: {refusal}", err=True)
+        sys.exit(2 if refusal.usage else 1)
+    except OSError as error:
+        raise click.ClickException(f"{error.filename or document['reports']['dir']}: cannot write the report: "
+                                   f"{error.strerror or error}") from None
+    click.echo(str(out))
+
+
+@click.group()
+def audit() -> None:
+    """Check the decision log."""
+
+
+def _hour(value: str | None, option: str) -> datetime | None:
+    """`2026-12-02T10` (the CLI's form of an hour), or a usage error naming the option."""
+    if value is None:
+        return None
+    try:
+        return hours.from_label(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an hour like 2026-12-02T10", param_hint=option) from None
+
+
+@audit.command("verify")
+@click.option("--dir", "directory", type=click.Path(file_okay=False),
+              help="Decision log directory. Default: audit.dir of the config.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--from", "first", help="First hour to check, e.g. 2026-12-02T10 (UTC).")
+@click.option("--to", "last", help="Last hour to check, inclusive.")
+@click.option("--reports", type=click.Path(file_okay=False),
+              help="Reports directory. Default: reports.dir of the config.")
+@click.option("--pubkey", type=click.Path(dir_okay=False),
+              help="The report public key you hold. Without it, the key beside the reports is trusted (and said so).")
+@click.option("--anchor", "anchor_path", type=click.Path(dir_okay=False),
+              help="The report writer's anchor file (a copy exported from where only the writer writes). "
+                   "Default: reports.anchorFile of the config.")
+def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
+                 reports: str | None, pubkey: str | None, anchor_path: str | None) -> None:
+    """Check the decision log's hash chains, and every report: checksums, signature, its place, the
+    log it signed, its link to the report before it, that every closed hour has one, and that every
+    report the anchor records is still there as signed.
+
+    Prints each problem as file[:line]: what, and exits 1 if there is any.
+    """
+    from .files.config_file import load_config
+    from .reports.closed_hours import last_closed_hour
+    from .reports.evidence import check_evidence
+    from .reports.keys import public_key_path
+
+    try:
+        document = load_config(config_path).document
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    directory = directory or document["audit"]["dir"]
+    if not Path(directory).is_dir():
+        raise click.ClickException(f"{directory}: no decision log directory")
+    if anchor_path is not None and not Path(anchor_path).is_file():
+        raise click.ClickException(f"{anchor_path}: no anchor file there")
+    anchor_path = anchor_path or document["reports"].get("anchorFile")
+    from_hour, to_hour = _hour(first, "--from"), _hour(last, "--to")
+    try:
+        check = check_evidence(Path(directory), Path(reports or document["reports"]["dir"]),
+                               Path(pubkey) if pubkey else public_key_path(document["reports"]["key"]),
+                               key_given=bool(pubkey), first=from_hour, last=to_hour,
+                               until=to_hour or last_closed_hour(datetime.now(timezone.utc)),
+                               anchor=Anchor(anchor_path) if anchor_path else None)
+    except InputError as error:
+        raise click.ClickException(str(error)) from None
+    for line in [*check.notes, *map(str, check.findings)]:
+        click.echo(line)
+    click.echo(f"{check.records} records verified, {len(check.findings)} problems")
+    sys.exit(1 if check.findings else 0)
+
+
+@audit.command("seal")
+@click.argument("segment", type=click.Path(dir_okay=False, exists=True))
+@click.option("--reason", required=True, help="Why the torn line is accepted (the crash, its ticket).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
+    """Acknowledge a segment's torn last line (a crash cut its last write) with a signed seal."""
+    from .files.config_file import load_config
+    from .reports.keys import load_private_key
+    from .reports.seals import seal_segment
+
+    try:
+        key_path = load_config(config_path).document["reports"]["key"]
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    if not Path(key_path).is_file():
+        raise click.ClickException(f"{key_path}: no report key: seals are signed where reports are")
+    try:
+        path = seal_segment(Path(segment), reason, load_private_key(key_path), datetime.now(timezone.utc))
+    except NothingToSeal as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(str(path))

@@ -1,0 +1,65 @@
+"""`vgate eval`'s work: the config, policies, exceptions and chain model it names, and the verdicts.
+
+The command line parses its options into an ``EvalRequest``; ``run_eval`` loads what the server
+would load from the same config (its ``exceptions.dir`` included) and judges the manifests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..files.config_file import load_config
+from ..files.exception_files import load_configured_exceptions
+from ..policy.regorus_engine import RegorusEngine
+from ..policy.sources import load_policy_set
+from .chain.crd_defaults import read_crd_file
+from .chain.model import Cluster
+from .chain.volcano import CHART_ADMISSIONS, read_admission_config
+from .eval_manifests import Verdict, evaluate, load_manifests
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """`vgate eval`'s options, as given."""
+
+    files: tuple[str, ...]
+    operation: str = "CREATE"
+    namespace: str | None = None
+    user: str = "vgate-eval"
+    config_path: str | None = None
+    policy_dir: str = "policies"
+    as_submitted: bool = False
+    with_volcano: bool = False
+    volcano_config: str | None = None
+    crd_files: tuple[str, ...] = ()
+    volcano_admissions: str | None = None
+
+    def volcano_modelled(self) -> bool:
+        """Volcano's mutators are modelled when asked for, or when any of their settings is given."""
+        return self.with_volcano or self.volcano_config is not None or self.volcano_admissions is not None
+
+    def admissions(self) -> list[str]:
+        """Volcano's enabled mutators: as given, else its chart's (and its pod mutator with a config)."""
+        if self.volcano_admissions:
+            return [path.strip() for path in self.volcano_admissions.split(",")]
+        return [*CHART_ADMISSIONS, *(["/pods/mutate"] if self.volcano_config else [])]
+
+
+def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[str]]:
+    """The verdicts, and a warning per policy exception the server would reject too.
+
+    Raises SourceError (config, policies) or InputError (manifests, CRDs, the model).
+    """
+    config = load_config(request.config_path)
+    engine = RegorusEngine(load_policy_set(request.policy_dir), config.document)
+    cluster = None if request.as_submitted else Cluster.build(
+        config.document, [crd for path in request.crd_files for crd in read_crd_file(path)],
+        with_volcano=request.volcano_modelled(),
+        resource_groups=read_admission_config(request.volcano_config) if request.volcano_config else [],
+        volcano_admissions=request.admissions())
+    exceptions, rejected = load_configured_exceptions(config.document["exceptions"], now)
+    warnings = [f"policy exception rejected (the server rejects it too): {error}" for error in rejected]
+    verdicts = evaluate(load_manifests(list(request.files)), config, engine, exceptions,
+                        operation=request.operation, namespace=request.namespace, user=request.user, cluster=cluster)
+    return verdicts, warnings
