@@ -6,6 +6,7 @@ few hundred bytes, so a record's write is cut short by the kernel (a short count
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 from webhook.audit.log import DecisionLog
@@ -14,6 +15,7 @@ from webhook.core.errors import AuditError
 
 from helpers import fill
 
+NOW = datetime(2026, 12, 2, 12, 30, tzinfo=timezone.utc)  # when the test appends to the anchor
 
 def test_a_record_cut_short_by_a_full_disk_is_never_left_half_written(small_disk: Path) -> None:
     log = DecisionLog(small_disk / "audit", replica="disk")
@@ -46,12 +48,19 @@ def test_the_anchor_takes_a_line_whole_or_not_at_all(small_disk: Path) -> None:
     from webhook.reports.anchor import Anchor
 
     anchor, key = Anchor(small_disk / "anchor.jsonl"), Ed25519PrivateKey.generate()
-    anchor.append({"kind": "hour", "hour": "2026-12-02T10", "sha256sumsDigest": "0" * 64}, key)
+    anchor.append({"kind": "hour", "hour": "2026-12-02T10", "sha256sumsDigest": "0" * 64}, key, NOW)
     before = anchor.path.read_bytes()
     fill(small_disk, leave=100)
     with pytest.raises(OSError):
         for n in range(50):
             anchor.append({"kind": "hour", "hour": f"2026-12-02T{n:02d}", "sha256sumsDigest": "1" * 64,
-                           "pad": "x" * 300}, key)
+                           "pad": "x" * 300}, key, NOW)
     assert anchor.path.read_bytes().endswith(b"\n") and anchor.path.read_bytes().startswith(before)
     assert anchor.check(key.public_key()) == []
+
+
+def test_the_decision_log_stamps_records_with_the_clock_it_is_given(tmp_path: Path):
+    log = DecisionLog(tmp_path, replica="r", clock=lambda: NOW)
+    log.record({"decision": "allowed"})
+    [segment] = tmp_path.glob("decisions-*.jsonl")
+    assert segment.name.endswith(f"-{NOW:%Y%m%dT%H}.jsonl") and f'"time":"{NOW.isoformat(timespec="microseconds")}"' in segment.read_text()

@@ -37,6 +37,8 @@ REISSUED = BUSY[0]
 RETAINED_UNTIL = BUSY[1] + timedelta(days=184, minutes=30)  # BUSY[0] past the 184 days' retention, BUSY[1] not
 
 
+NOW = datetime(2026, 12, 2, 12, 30, tzinfo=timezone.utc)  # when the test appends to the anchor
+
 def records(hour: datetime, count: int, writer: str) -> bytes:
     """A writer's chained records in ``hour``, as the decision log writes them."""
     lines, prev = [], GENESIS
@@ -246,7 +248,7 @@ def test_pruned_segments_are_accounted_for_and_deleted_ones_are_not(history):
     (history / "audit" / "decisions-replica-a-1-20261202T11.jsonl").unlink()  # deleted within retention
     assert any("decisions-replica-a-1-20261202T11.jsonl" in p and "gone (deleted)" in p for p in found(history))
     anchor.append({"kind": "prune", "segments": [{"file": "decisions-replica-a-1-20261202T11.jsonl", "records": 2,
-                                                  "bytes": 10}]}, load_private_key(key))  # a prune of the wrong size
+                                                  "bytes": 10}]}, load_private_key(key), NOW)  # the wrong size
     assert any("the pruned range does not match" in p for p in found(history))
 
 

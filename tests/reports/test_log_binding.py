@@ -221,7 +221,8 @@ def test_a_writer_killed_in_the_middle_of_publication_leaves_no_partial_hour(rep
         "import webhook.reports.build as build\n"
         "def killed(*args, **kwargs):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "build.render_html = killed  # after report.json and report.csv, before the rest\n"
+        "import webhook.reports.render_html as html\n"
+        "html.render_html = killed  # after report.json and report.csv, before the rest\n"
         f"build.build_report(datetime.fromisoformat({hour.isoformat()!r}), {str(audit)!r}, {str(reports)!r},"
         f" {str(POLICIES)!r}, {str(key)!r})\n"
     )

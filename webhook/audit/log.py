@@ -22,6 +22,7 @@ import re
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -65,8 +66,10 @@ def append_whole(fd: int, data: bytes) -> None:
 class DecisionLog:
     """Append-only, hash-chained, group-committed JSON Lines writer for one process."""
 
-    def __init__(self, directory: str | Path, replica: str | None = None, mirror_fd: int | None = None) -> None:
+    def __init__(self, directory: str | Path, replica: str | None = None, mirror_fd: int | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
         self.directory = Path(directory)
+        self._clock = clock  # each record's time, and so its hour's segment
         self._mirror_fd = mirror_fd  # stdout, for the cluster's log shipper: each line once it is on disk
         self.replica = replica or os.environ.get("VGATE_REPLICA") or socket.gethostname()
         self._queue: list[_Pending] = []
@@ -101,7 +104,7 @@ class DecisionLog:
 
     def record(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` (stamped with time and replica) and return once it is on disk."""
-        pending = _Pending({"time": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        pending = _Pending({"time": self._clock().isoformat(timespec="microseconds"),
                             "replica": self.replica, **entry})
         with self._queue_lock:
             self._queue.append(pending)

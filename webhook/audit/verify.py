@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -43,39 +44,62 @@ def segments(directory: str | Path, first_hour: str | None = None, last_hour: st
 def verify_segments(directory: str | Path, first_hour: str | None = None,
                     last_hour: str | None = None) -> tuple[int, list[Finding]]:
     """Check every record's chain link; return how many records were good and every finding."""
-    findings: list[Finding] = []
-    good = 0
-    last_hash: dict[str, str] = {}
+    check = ChainCheck(ranged=first_hour is not None)
     for path in segments(directory, first_hour, last_hour):
+        for _ in check.read(path):
+            pass
+    return check.good, check.findings
+
+
+class ChainCheck:
+    """The hash-chain check, fed by whoever reads the segments, so a reader that also needs the
+    records (the report builder) reads each segment once.
+
+    Segments of one writer must be read in hour order; segments of different writers may be read
+    interleaved. ``ranged``: the check starts at a chosen hour, so a writer's first segment there
+    may link a record before it.
+    """
+
+    def __init__(self, *, ranged: bool) -> None:
+        self.ranged = ranged
+        self.good = 0
+        self.findings: list[Finding] = []
+        self._last_hash: dict[str, str] = {}
+
+    def read(self, path: Path) -> Iterator[tuple[bytes, Any]]:
+        """Stream ``path``'s lines as (raw line, parsed record or None), checking each link on the way."""
         named = SEGMENT.match(path.name)
         assert named is not None  # segments() yields only names SEGMENT matches
         writer = named["writer"]
-        expected = last_hash.get(writer, GENESIS)
+        first_of_writer = writer not in self._last_hash
+        expected = self._last_hash.get(writer, GENESIS)
         number = 0
         with open(path, "rb") as segment:  # streamed: a segment can be hundreds of MiB
             for raw in segment:
                 number += 1
                 if not raw.endswith(b"\n"):
-                    findings.append(Finding(str(path), number, f"torn last record ({len(raw)} bytes, no newline): "
-                                            "a write was cut off (crash or full disk)"))
+                    self.findings.append(Finding(str(path), number, f"torn last record ({len(raw)} bytes, no "
+                                                 "newline): a write was cut off (crash or full disk)"))
+                    yield raw, None
                     break
                 line = raw[:-1]
                 try:
                     record = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    findings.append(Finding(str(path), number, "not a JSON record"))
+                    self.findings.append(Finding(str(path), number, "not a JSON record"))
                     expected = hashlib.sha256(line).hexdigest()
+                    yield raw, None
                     continue
                 prev = record.get("prev") if isinstance(record, dict) else None
-                chain_start = number == 1 and writer not in last_hash and (prev == GENESIS or first_hour is not None)
+                chain_start = number == 1 and first_of_writer and (prev == GENESIS or self.ranged)
                 if prev != expected and not chain_start:
                     what = "first record does not link the previous segment" if number == 1 else "chain broken"
-                    findings.append(Finding(str(path), number, f"{what}: prev is {prev}, expected {expected}"
-                                            " (a record was changed, removed or inserted before this line)"))
+                    self.findings.append(Finding(str(path), number, f"{what}: prev is {prev}, expected {expected}"
+                                                 " (a record was changed, removed or inserted before this line)"))
                 else:
-                    good += 1
+                    self.good += 1
                 expected = hashlib.sha256(line).hexdigest()
+                yield raw, record
         if number == 0:
-            findings.append(Finding(str(path), None, "empty segment"))
-        last_hash[writer] = expected
-    return good, findings
+            self.findings.append(Finding(str(path), None, "empty segment"))
+        self._last_hash[writer] = expected

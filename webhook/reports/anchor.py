@@ -20,7 +20,7 @@ import base64
 import hashlib
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +68,12 @@ class Anchor:
                 parsed.append(entry)
         return parsed
 
-    def append(self, entry: dict[str, Any], key: Ed25519PrivateKey) -> None:
-        """Add one signed line, linked to the last one, and make it durable before returning."""
+    def append(self, entry: dict[str, Any], key: Ed25519PrivateKey, at: datetime) -> None:
+        """Add one signed line, linked to the last one, stamped ``at``, and make it durable before returning."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lines = self.path.read_bytes().splitlines() if self.path.is_file() else []
         body = {**entry, "seq": len(lines) + 1, "prev": _hash(lines[-1]) if lines else START,
-                "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                "at": at.isoformat(timespec="seconds")}
         signed = {**body, "sig": base64.b64encode(sign(key, _canonical(body))).decode()}
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)

@@ -13,25 +13,22 @@ again an hour it anchored.
 
 from __future__ import annotations
 
-import csv
 import heapq
-import itertools
 import os
 import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
-import yaml
 
 from ..audit.log import SEGMENT
-from ..audit.verify import Finding, segments, verify_segments
+from ..audit.verify import ChainCheck, Finding, segments
 from ..core import hours
 from ..core.errors import NotReportable
 from ..policy.sources import RuleInfo, rule_catalogue
@@ -42,15 +39,14 @@ from .history import hour_directory, predecessor, report_of, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
-from .render_csv import CSV_FIELDS, csv_row
-from .render_html import render_html
-from .render_json import write_json
-from .render_policy_reports import cluster_report, namespaced_reports
-from .resource_results import ResourceResults
+from .render_csv import CsvRenderer
+from .render_html import HtmlRenderer
+from .render_json import JsonRenderer
+from .render_policy_reports import PolicyReportsRenderer
+from .renderer import FinishedHour, Renderer
 from .sums import SUMS, digest_of, sign_files
 
-FILES = ("report.json", "report.csv", "report.html", "clusterreport.yaml", "clusterpolicyreport.yaml", "reports.yaml",
-         "policyreports.yaml")
+RENDERERS: tuple[type[Renderer], ...] = (JsonRenderer, CsvRenderer, HtmlRenderer, PolicyReportsRenderer)
 DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message", "error")
 ERROR_FIELDS = ("time", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "httpStatus", "error",
                 "allowed", "message")
@@ -74,7 +70,6 @@ class HourTotals:
     dry_runs: int = 0
     records: int = 0
     segments: list[SegmentDigest] = field(default_factory=list)
-    resources: ResourceResults = field(default_factory=ResourceResults)
     denials: int = 0
     errors: int = 0
 
@@ -92,23 +87,24 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     With ``anchor``, an hour the anchor records as signed is never signed again once it is gone
     from the volume (NotReportable), and each new report is anchored before it is published.
     """
+    now = now or datetime.now(timezone.utc)  # the one clock read; schedule and the CLI pass theirs
     out = hour_directory(reports_dir, hour)
-    check_reportable(hour, now or datetime.now(timezone.utc), out, reissue=reissue_reason is not None)
+    check_reportable(hour, now, out, reissue=reissue_reason is not None)
     if anchor is not None:
         anchor.refuse_gone("hour", hours.label(hour), out)
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
     with staging_directory(reports_dir, hours.tag(hour)) as staging:
         document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
-                                language, anchor)
-        sign_files(staging, FILES, signing_key)
+                                language, anchor, now)
+        sign_files(staging, [name for renderer in RENDERERS for name in renderer.files], signing_key)
         if anchor is not None:
-            anchor.append(_anchor_entry(document, digest_of(staging)), signing_key)
+            anchor.append(_anchor_entry(document, digest_of(staging)), signing_key, now)
         try:
             publish(staging, out, superseding=document.get("reissue") is not None)
         except NotReportable:
             if anchor is not None:
                 anchor.append({"kind": "withdrawn", "hour": document["hour"],
-                               "sha256sumsDigest": digest_of(staging)}, signing_key)
+                               "sha256sumsDigest": digest_of(staging)}, signing_key, now)
             raise
     return out
 
@@ -134,36 +130,25 @@ def staging_directory(reports_dir: str | Path, label: str) -> Iterator[Path]:
 
 
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 out: Path, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None) -> dict[str, Any]:
-    tag = hours.tag(hour)
+                 out: Path, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None,
+                 now: datetime) -> dict[str, Any]:
+    """Read the hour's segments once (chain check, digests, counters, every renderer's records), then
+    let every renderer write its files; return the report's document."""
     catalogue = rule_catalogue(policy_dir)
-    _, integrity = verify_segments(audit_dir, tag, tag)
-    previous = _previous_report(reports_dir, hour, integrity, anchor)
+    links: list[Finding] = []
+    previous = _previous_report(reports_dir, hour, links, anchor)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as denials, \
-            tempfile.TemporaryFile("w+", encoding="utf-8") as errors, \
-            open(out / "report.csv", "w", newline="", encoding="utf-8") as csv_file:
-        writer = csv.writer(csv_file)
-        writer.writerow(CSV_FIELDS)
+            tempfile.TemporaryFile("w+", encoding="utf-8") as errors, ExitStack() as renderers_open:
+        renderers = [renderers_open.enter_context(closing(kind(out))) for kind in RENDERERS]
         spools: dict[str, TextIO] = {"denials": denials, "errors": errors}
-        totals = _stream(audit_dir, tag, writer, spools)
-        document = _document(hour, totals, catalogue, integrity, previous) | ({"reissue": reissue} if reissue else {})
-        write_json(out / "report.json", document, spools)
-        listed = {name: [orjson.loads(line) for line in itertools.islice(_rewound(spool), 200)]
-                  for name, spool in spools.items()}
-    html = render_html(document, listed["denials"], listed["errors"], language)
-    (out / "report.html").write_text(html, encoding="utf-8")
-    for flavour, cluster_file, namespaced_file in (("openreports", "clusterreport.yaml", "reports.yaml"),
-                                                   ("wgpolicy", "clusterpolicyreport.yaml", "policyreports.yaml")):
-        (out / cluster_file).write_text(yaml.safe_dump(cluster_report(document, totals.resources, flavour),
-                                                       sort_keys=False))
-        (out / namespaced_file).write_text(yaml.safe_dump_all(namespaced_reports(document, totals.resources, flavour),
-                                                              sort_keys=False))
+        chain = ChainCheck(ranged=True)
+        totals = _stream(audit_dir, hours.tag(hour), chain, renderers, spools)
+        document = _document(hour, totals, catalogue, chain.findings + links, previous, now) | (
+            {"reissue": reissue} if reissue else {})
+        finished = FinishedHour(document, spools, language)
+        for renderer in renderers:
+            renderer.finish(finished)
     return document
-
-
-def _rewound(spool: TextIO) -> TextIO:
-    spool.seek(0)
-    return spool
 
 
 def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
@@ -204,18 +189,21 @@ def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
     fsync_path(out.parent)
 
 
-def _stream(audit_dir: str | Path, tag: str, writer: Any, spools: dict[str, TextIO]) -> HourTotals:
-    """One pass over the hour's records, every writer's merged in time order: counters, CSV rows,
-    and the denials and errors spooled to disk (memory stays flat however busy the hour)."""
+def _stream(audit_dir: str | Path, tag: str, chain: ChainCheck, renderers: list[Renderer],
+            spools: dict[str, TextIO]) -> HourTotals:
+    """One pass over the hour's records, every writer's merged in time order: the chain checked, the
+    digests taken, counters, every renderer's records, and the denials and errors spooled to disk
+    (memory stays flat however busy the hour)."""
     totals = HourTotals()
     readers = []
     for path in segments(audit_dir, tag, tag):
         digest = SegmentDigest(path.name)
         totals.segments.append(digest)
-        readers.append(_records(path, digest))
+        readers.append(_records(chain.read(path), digest))
     for _, record in heapq.merge(*readers, key=lambda timed: timed[0]):
         _count(totals, record)
-        writer.writerow(csv_row(record))
+        for renderer in renderers:
+            renderer.add(record)
         rules = record.get("rules") or []
         refused = record.get("decision") == "error" and not record.get("allowed", True)
         if record.get("decision") == "denied" or refused:
@@ -228,22 +216,16 @@ def _stream(audit_dir: str | Path, tag: str, writer: Any, spools: dict[str, Text
     return totals
 
 
-def _records(path: Path, digest: SegmentDigest) -> Iterator[tuple[str, dict[str, Any]]]:
+def _records(lines: Iterator[tuple[bytes, Any]], digest: SegmentDigest) -> Iterator[tuple[str, dict[str, Any]]]:
     """A segment's records with their times, in the order written (its writer's time order)."""
-    with open(path, "rb") as segment:
-        for line in segment:
-            digest.add(line)
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # counted by the integrity check, not here
-            if isinstance(record, dict):
-                yield str(record.get("time", "")), record
+    for raw, record in lines:
+        digest.add(raw)
+        if isinstance(record, dict):  # what is not a record is a finding of the chain check, not counted here
+            yield str(record.get("time", "")), record
 
 
 def _count(totals: HourTotals, record: dict[str, Any]) -> None:
     totals.records += 1
-    totals.resources.add(record)
     decision = record.get("decision", "unknown")
     totals.decisions[decision] += 1
     totals.endpoints[record.get("endpoint", "")] += 1
@@ -284,7 +266,7 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
 
 
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],
-              previous: dict[str, Any] | None) -> dict[str, Any]:
+              previous: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
     rules: list[dict[str, Any]] = []
     for rule_id in sorted(set(catalogue) | set(totals.rules)):
         info = catalogue.get(rule_id, RuleInfo(rule_id))
@@ -304,7 +286,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
     return {
         "apiVersion": "vgate.io/v1alpha1", "kind": "HourlyComplianceReport",
         "hour": hours.label(hour), "from": hour.isoformat(), "to": (hour + timedelta(hours=1)).isoformat(),
-        "generatedAt": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        "generatedAt": now.isoformat(timespec="microseconds"),
         "traffic": totals.records > 0,
         "summary": "no admission requests reached vgate in this hour" if totals.records == 0 else
                    f"{totals.records} decisions, {totals.denials} denied",

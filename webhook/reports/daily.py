@@ -62,7 +62,7 @@ def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: d
         sign_files(staging, ("report.json",), signing_key)
         if anchor is not None:
             anchor.append({"kind": "day", "day": document["day"], "version": 1, "sha256sumsDigest": digest_of(staging),
-                           "hours": len(document["hourlyReports"]), "genesis": document["genesis"]}, signing_key)
+                           "hours": len(document["hourlyReports"]), "genesis": document["genesis"]}, signing_key, now)
         publish(staging, out)
     return out
 

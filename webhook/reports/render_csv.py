@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
 from typing import Any
+
+from .renderer import FinishedHour, Renderer
 
 CSV_FIELDS = ("time", "replica", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "dryRun",
               "decision", "rules", "exceptions", "policyRevision", "latencyMs")
@@ -16,3 +20,22 @@ def csv_row(record: dict[str, Any]) -> list[Any]:
             record.get("dryRun"), record.get("decision"), ";".join(f"{r['id']}:{r['action']}" for r in rules),
             ";".join(r["exception"] for r in rules if r.get("exception")), record.get("policyRevision"),
             record.get("latencyMs")]
+
+
+class CsvRenderer(Renderer):
+    files = ("report.csv",)
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(out)
+        self._file = open(out / "report.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(CSV_FIELDS)
+
+    def add(self, record: dict[str, Any]) -> None:
+        self._writer.writerow(csv_row(record))
+
+    def finish(self, hour: FinishedHour) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

@@ -13,6 +13,8 @@ from typing import Any
 
 import jinja2
 
+from .renderer import FinishedHour, Renderer
+
 # English label -> Chinese, for the page's headings, table heads and cards.
 LABELS = {
     "vgate compliance report": "vgate 合规报告",
@@ -71,3 +73,15 @@ def _translator(language: str) -> Any:
         chinese = LABELS.get(label, label)  # a decision name vgate does not know stays as it is
         return {"en": label, "zh-CN": chinese}.get(language, f"{chinese} · {label}")
     return t
+
+
+class HtmlRenderer(Renderer):
+    """report.html: the totals, and the first ``LISTED`` denials and errors (report.json has them all)."""
+
+    files = ("report.html",)
+    LISTED = 200
+
+    def finish(self, hour: FinishedHour) -> None:
+        html = render_html(hour.document, list(hour.listed("denials", self.LISTED)),
+                           list(hour.listed("errors", self.LISTED)), hour.language)
+        (self.out / "report.html").write_text(html, encoding="utf-8")

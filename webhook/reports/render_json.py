@@ -11,6 +11,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from .renderer import FinishedHour, Renderer
+
 
 def write_json(path: Path, document: dict[str, Any], spools: dict[str, TextIO]) -> None:
     """report.json with every denial and error, streamed from the spools instead of held in memory."""
@@ -24,3 +26,10 @@ def write_json(path: Path, document: dict[str, Any], spools: dict[str, TextIO]) 
                 out.write((b"," if index else b"") + b"\n    " + line.strip().encode())
             out.write(b"\n  ]")
         out.write(b"\n}\n")
+
+
+class JsonRenderer(Renderer):
+    files = ("report.json",)
+
+    def finish(self, hour: FinishedHour) -> None:
+        write_json(self.out / "report.json", hour.document, hour.spools)

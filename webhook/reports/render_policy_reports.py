@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+from .renderer import FinishedHour, Renderer
 from .resource_results import ResourceResults, resource_ref, status_of
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
@@ -74,3 +78,25 @@ def _report(document: dict[str, Any], items: list[tuple[tuple[str, str, str], di
         header["source"] = "vgate"
     return {**header, "metadata": metadata,
             "summary": {k: summary.get(k, 0) for k in ("pass", "fail", "warn", "error", "skip")}, "results": results}
+
+
+class PolicyReportsRenderer(Renderer):
+    """Both flavours, cluster-scoped and per namespace, from each resource's latest decision of the hour."""
+
+    files = ("clusterreport.yaml", "clusterpolicyreport.yaml", "reports.yaml", "policyreports.yaml")
+    FILES_OF = {"openreports": ("clusterreport.yaml", "reports.yaml"),
+                "wgpolicy": ("clusterpolicyreport.yaml", "policyreports.yaml")}
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(out)
+        self.resources = ResourceResults()
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.resources.add(record)
+
+    def finish(self, hour: FinishedHour) -> None:
+        for flavour, (cluster_file, namespaced_file) in self.FILES_OF.items():
+            (self.out / cluster_file).write_text(
+                yaml.safe_dump(cluster_report(hour.document, self.resources, flavour), sort_keys=False))
+            (self.out / namespaced_file).write_text(
+                yaml.safe_dump_all(namespaced_reports(hour.document, self.resources, flavour), sort_keys=False))

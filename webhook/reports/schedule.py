@@ -232,7 +232,7 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, no
         removed.append(segment)
     if removed and anchor is not None:
         anchor.append({"kind": "prune", "before": cutoff.isoformat(timespec="seconds"),
-                       "segments": [_pruned(segment) for segment in removed]}, load_private_key(key))
+                       "segments": [_pruned(segment) for segment in removed]}, load_private_key(key), now)
     for segment in removed:
         segment.unlink()
     return removed
