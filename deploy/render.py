@@ -1,4 +1,5 @@
-"""Write deploy/vgate.yaml: the Helm chart (charts/vgate) rendered with its default values.
+"""Write deploy/vgate.yaml: the Helm chart (charts/vgate) rendered with its default values; first the
+files derived from the example config (the chart's ``config`` value, the Rego tests' config).
 
 The chart is the one source of vgate's manifests; deploy/ is its plain rendering for operators
 who apply with kustomize (`kubectl apply -k deploy/`). tests/server/test_chart.py fails when
@@ -39,4 +40,11 @@ def plain() -> str:
 
 
 if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from webhook.files.example_config import derived_files
+
+    for path, text in derived_files(ROOT).items():  # the chart's config and the Rego tests' first
+        path.write_text(text)
     (ROOT / "deploy" / "vgate.yaml").write_text(plain())

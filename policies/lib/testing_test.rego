@@ -7,37 +7,120 @@ package vgate.lib.testing
 
 import rego.v1
 
+# The example config's sections the rules read, with what these tests pin differently
+# (REGO_TEST_CHANGES in webhook/files/example_config.py). Do not edit between the markers.
+# BEGIN config generated from webhook/files/defaults/vgate.yaml by `python deploy/render.py`
 config := {
-	"placement": {
-		"sensitiveLabel": {"key": "vgate.io/data-classification", "value": "sensitive"},
-		"zoneLabel": "topology.kubernetes.io/zone",
-		"encryptedNodeLabels": ["node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"],
-		"confidentialRuntimeClasses": ["kata-qemu-snp"],
-		"egressDenyLabel": {"key": "vgate.io/egress", "value": "deny"},
-	},
-	"queues": {"default": "default", "byNamespace": {"ml-training": "training"}, "bySelector": [
-		{"queue": "training", "selector": {"matchLabels": {"vgate.io/workload": "training"}}},
-	], "definitions": {
-		"default": {"namespaces": ["*"], "priorityClass": "vgate-normal"},
-		"training": {
-			"namespaces": ["ml-training", "research-*"], "priorityClass": "vgate-high",
-			"allowedPriorityClasses": ["vgate-high", "vgate-normal"], "qosClass": "Guaranteed", "maxMemoryLimit": "64Gi",
-		},
-	}},
-	"volcano": {"schedulerName": "volcano", "namespaces": ["ml-*"], "allowedSchedulers": []},
-	"security": {"allowedCapabilities": ["NET_BIND_SERVICE"]},
-	"images": {"allowedRegistries": ["registry.example.com/"]},
 	"gpu": {
-		"resources": ["nvidia.com/gpu"], "nodePoolLabel": "vgate.io/node-pool",
-		"nodePools": {"gpu-secure": "confidential", "gpu-shared": "general"},
-		"namespaceDomains": [{"namespaces": ["ml-inference"], "domain": "confidential"}, {"namespaces": ["*"],
-			"domain": "general"}],
+		"namespaceDomains": [
+			{
+				"domain": "confidential",
+				"namespaces": [
+					"ml-inference"
+				]
+			},
+			{
+				"domain": "general",
+				"namespaces": [
+					"*"
+				]
+			}
+		],
+		"nodePoolLabel": "vgate.io/node-pool",
+		"nodePools": {
+			"gpu-secure": "confidential",
+			"gpu-shared": "general"
+		},
+		"resources": [
+			"nvidia.com/gpu"
+		]
+	},
+	"images": {
+		"allowedRegistries": [
+			"registry.example.com/"
+		]
+	},
+	"placement": {
+		"confidentialRuntimeClasses": [
+			"kata-qemu-snp",
+			"kata-qemu-tdx"
+		],
+		"egressDenyLabel": {
+			"key": "vgate.io/egress",
+			"value": "deny"
+		},
+		"encryptedNodeLabels": [
+			"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled",
+			"node-restriction.kubernetes.io/cpu-security.tdx.enabled"
+		],
+		"sensitiveLabel": {
+			"key": "vgate.io/data-classification",
+			"value": "sensitive"
+		},
+		"zoneLabel": "topology.kubernetes.io/zone"
+	},
+	"queues": {
+		"byNamespace": {
+			"ml-training": "training"
+		},
+		"bySelector": [
+			{
+				"queue": "training",
+				"selector": {
+					"matchLabels": {
+						"vgate.io/workload": "training"
+					}
+				}
+			}
+		],
+		"default": "default",
+		"definitions": {
+			"default": {
+				"namespaces": [
+					"*"
+				],
+				"priorityClass": "vgate-normal"
+			},
+			"training": {
+				"allowedPriorityClasses": [
+					"vgate-high",
+					"vgate-normal"
+				],
+				"maxMemoryLimit": "64Gi",
+				"namespaces": [
+					"ml-training",
+					"research-*"
+				],
+				"priorityClass": "vgate-high",
+				"qosClass": "Guaranteed"
+			}
+		}
+	},
+	"security": {
+		"allowedCapabilities": [
+			"NET_BIND_SERVICE"
+		]
 	},
 	"tenancy": {
 		"dedicatedTaintKey": "dedicated",
-		"namespaceTenants": [{"namespaces": ["ml-training"], "tenant": "research"}],
+		"namespaceTenants": [
+			{
+				"namespaces": [
+					"ml-training"
+				],
+				"tenant": "research"
+			}
+		]
 	},
+	"volcano": {
+		"allowedSchedulers": [],
+		"namespaces": [
+			"ml-*"
+		],
+		"schedulerName": "volcano"
+	}
 }
+# END config
 
 # A pod spec with one container, changed by a JSON Patch relative to the container.
 container_spec(patch) := {"containers": [json.patch({"name": "main", "image": "registry.example.com/app:1"}, patch)]}

@@ -63,4 +63,5 @@ def test_the_decision_log_stamps_records_with_the_clock_it_is_given(tmp_path: Pa
     log = DecisionLog(tmp_path, replica="r", clock=lambda: NOW)
     log.record({"decision": "allowed"})
     [segment] = tmp_path.glob("decisions-*.jsonl")
-    assert segment.name.endswith(f"-{NOW:%Y%m%dT%H}.jsonl") and f'"time":"{NOW.isoformat(timespec="microseconds")}"' in segment.read_text()
+    assert segment.name.endswith(f"-{NOW:%Y%m%dT%H}.jsonl")
+    assert f'"time":"{NOW.isoformat(timespec="microseconds")}"' in segment.read_text()
