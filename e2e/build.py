@@ -20,7 +20,7 @@ MODULE = ROOT / "e2e" / "build"
 BIN = ROOT / ".e2e" / "bin"
 KUBERNETES_VERSION = "v1.34.4"
 
-# binary name -> Go package, built in the module at e2e/build (kwok and opa: their own modules and versions);
+# binary name -> Go package, built in the module at e2e/build (kwok, opa, regal: their own modules and versions);
 # the names are what the upstream images call them.
 BINARIES = {
     "etcd": "go.etcd.io/etcd/server/v3",
@@ -32,8 +32,9 @@ BINARIES = {
     "vc-scheduler": "volcano.sh/volcano/cmd/scheduler",
     "kwok": "sigs.k8s.io/kwok/cmd/kwok",
     "opa": "github.com/open-policy-agent/opa",
+    "regal": "github.com/styrainc/regal",
 }
-MODULE_OF = {"kwok": MODULE / "kwok", "opa": MODULE / "opa"}
+MODULE_OF = {"kwok": MODULE / "kwok", "opa": MODULE / "opa", "regal": MODULE / "regal"}
 
 
 def _ldflags() -> str:

@@ -43,16 +43,16 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     if reissue != (reason is not None):
         raise click.UsageError("--reissue and --reason go together: say why a signed hour is written again")
     try:
-        document = load_config(config_path).document
+        config = load_config(config_path)
     except SourceError as error:
         raise click.ClickException(str(error)) from None
-    key = Path(document["reports"]["key"])
+    key = Path(config.reports.key)
     if new_key and ensure_key(key):
         click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
     if not key.is_file():
         raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
     if catch_up:
-        scheduler = ReportScheduler(lambda: document, lambda: Path(policy_dir))
+        scheduler = ReportScheduler(lambda: config, lambda: Path(policy_dir))
         written = scheduler.tick(datetime.now(timezone.utc))
         click.echo("\n".join(str(out) for out in written) or "every closed hour of the last day has its report")
         for refusal in scheduler.refused:
@@ -61,12 +61,12 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     hour = _hour(hour_text, "--hour")
     assert hour is not None  # --hour was given: checked above
     try:
-        out = write_hour(document, policy_dir, hour, datetime.now(timezone.utc), reason)
+        out = write_hour(config, policy_dir, hour, datetime.now(timezone.utc), reason)
     except NotReportable as refusal:
         click.echo(f"Error: {refusal}", err=True)
         sys.exit(2 if refusal.usage else 1)
     except OSError as error:
-        raise click.ClickException(f"{error.filename or document['reports']['dir']}: cannot write the report: "
+        raise click.ClickException(f"{error.filename or config.reports.dir}: cannot write the report: "
                                    f"{error.strerror or error}") from None
     click.echo(str(out))
 
@@ -113,19 +113,19 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     from .reports.keys import public_key_path
 
     try:
-        document = load_config(config_path).document
+        config = load_config(config_path)
     except SourceError as error:
         raise click.ClickException(str(error)) from None
-    directory = directory or document["audit"]["dir"]
+    directory = directory or config.audit.dir
     if not Path(directory).is_dir():
         raise click.ClickException(f"{directory}: no decision log directory")
     if anchor_path is not None and not Path(anchor_path).is_file():
         raise click.ClickException(f"{anchor_path}: no anchor file there")
-    anchor_path = anchor_path or document["reports"].get("anchorFile")
+    anchor_path = anchor_path or config.reports.anchor_file
     from_hour, to_hour = _hour(first, "--from"), _hour(last, "--to")
     try:
-        check = check_evidence(Path(directory), Path(reports or document["reports"]["dir"]),
-                               Path(pubkey) if pubkey else public_key_path(document["reports"]["key"]),
+        check = check_evidence(Path(directory), Path(reports or config.reports.dir),
+                               Path(pubkey) if pubkey else public_key_path(config.reports.key),
                                key_given=bool(pubkey), first=from_hour, last=to_hour,
                                until=to_hour or last_closed_hour(datetime.now(timezone.utc)),
                                anchor=Anchor(anchor_path) if anchor_path else None)
@@ -148,7 +148,7 @@ def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
     from .reports.seals import seal_segment
 
     try:
-        key_path = load_config(config_path).document["reports"]["key"]
+        key_path = load_config(config_path).reports.key
     except SourceError as error:
         raise click.ClickException(str(error)) from None
     if not Path(key_path).is_file():

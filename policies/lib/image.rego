@@ -50,7 +50,7 @@ _tag(named) := split(_last(named), ":")[1] if contains(_last(named), ":")
 
 _tag(named) := "" if not contains(_last(named), ":")
 
-_without_tag(named) := substring(named, 0, count(named) - count(_last(named)) + indexof(_last(named), ":")) if {
+_without_tag(named) := substring(named, 0, (count(named) - count(_last(named))) + indexof(_last(named), ":")) if {
 	contains(_last(named), ":")
 }
 
@@ -73,11 +73,11 @@ _is_host(component) if contains(component, ".")
 
 _is_host(component) if contains(component, ":")
 
-_is_host(component) if component == "localhost"
+_is_host("localhost") := true
 
 _is_host(component) if lower(component) != component
 
-_alias(domain) := "docker.io" if domain == "index.docker.io"
+_alias("index.docker.io") := "docker.io"
 
 _alias(domain) := domain if domain != "index.docker.io"
 

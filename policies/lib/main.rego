@@ -12,15 +12,18 @@ package vgate.main
 import rego.v1
 
 deny contains decision(name, found) if {
-	some name
-	some found in data.vgate.rules[name].deny
+	some name, rule in data.vgate.rules
+	some found in rule.deny
 }
 
 warn contains decision(name, found) if {
-	some name
-	some found in data.vgate.rules[name].warn
+	some name, rule in data.vgate.rules
+	some found in rule.warn
 }
 
+# METADATA
+# description: What the webhook (and an OPA serving these files) evaluates.
+# entrypoint: true
 result := {"deny": deny, "warn": warn}
 
 decision(name, found) := {"rule": replace(name, "_", "-"), "msg": found} if is_string(found)

@@ -55,11 +55,14 @@ container_groups[where] := {"spec": members[0].spec, "containers": [m.container 
 	members := [judged | some judged in judged_containers; judged.where == where]
 }
 
-subject(where) := obj.kind if where == "pod"
+subject("pod") := obj.kind
 
 subject(where) := concat(" ", [obj.kind, where]) if where != "pod"
 
-failure(where, reason, detail, level) := {"msg": sprintf("%s: %s (%s)", [subject(where), reason, detail]), "level": level}
+failure(where, reason, detail, level) := {
+	"msg": sprintf("%s: %s (%s)", [subject(where), reason, detail]),
+	"level": level,
+}
 
 quoted(names) := concat(", ", [sprintf("%q", [name]) | some name in names])
 
@@ -76,17 +79,8 @@ uses(items) := "use" if count(items) != 1
 containers_named(names) := sprintf("%s %s", [plural("container", names), quoted(names)])
 
 # "pod", `container "a"`, or "pod and container "a"": who set a forbidden value.
-setters(pod_set, names) := "pod" if {
-	pod_set
-	count(names) == 0
-}
+setters(true, names) := "pod" if count(names) == 0
 
-setters(pod_set, names) := containers_named(names) if {
-	not pod_set
-	count(names) > 0
-}
+setters(false, names) := containers_named(names) if count(names) > 0
 
-setters(pod_set, names) := concat(" and ", ["pod", containers_named(names)]) if {
-	pod_set
-	count(names) > 0
-}
+setters(true, names) := concat(" and ", ["pod", containers_named(names)]) if count(names) > 0

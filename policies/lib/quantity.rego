@@ -14,8 +14,10 @@ import rego.v1
 # sign, whole digits, fraction digits, suffix; at least one digit (checked by _digits).
 _grammar := `^([+-]?)([0-9]*)(?:\.([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]{1,2}|[numkMGTPE])?$`
 
-_binary := {"Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776, "Pi": 1125899906842624,
-	"Ei": 1152921504606846976}
+_binary := {
+	"Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776, "Pi": 1125899906842624,
+	"Ei": 1152921504606846976,
+}
 
 # Decimal suffixes as powers of ten: a fraction is divided by, never multiplied by (0.001 has no exact
 # binary form, and OPA's multiplication by it gives 0.099999999999999999995 for "100m").
@@ -36,10 +38,10 @@ _digits(whole, fraction) := concat("", [_or_zero(whole), ".", _or_zero(fraction)
 
 _or_zero("") := "0"
 
+_or_zero(digits) := digits if digits != ""
+
 # Digits as a whole number; leading zeros dropped (regorus's to_number refuses "007").
 _integer(digits) := to_number(_or_zero(trim_left(digits, "0")))
-
-_or_zero(digits) := digits if digits != ""
 
 # A quantity of bytes: its value rounded up to a whole byte, as Quantity.Value() does. The fraction
 # is scaled and rounded up on its own: a float reads 64.000000000000001 as 64, so ceil(value(q))
@@ -51,8 +53,8 @@ bytes(q) := whole + ceil(fraction) if {
 	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
 	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
 	whole == floor(whole) # a suffix of a whole multiple: the fraction is all that needs rounding
-	fraction := _times_ten_to(_scaled(_sign[parts[1]] * _integer(parts[3]), parts[4]), 0 - count(parts[3]))
 	_digits(parts[2], parts[3])
+	fraction := _times_ten_to(_scaled(_sign[parts[1]] * _integer(parts[3]), parts[4]), 0 - count(parts[3]))
 }
 
 bytes(q) := ceil(value(q)) if {

@@ -16,110 +16,111 @@ config := {
 			{
 				"domain": "confidential",
 				"namespaces": [
-					"ml-inference"
-				]
+					"ml-inference",
+				],
 			},
 			{
 				"domain": "general",
 				"namespaces": [
-					"*"
-				]
-			}
+					"*",
+				],
+			},
 		],
 		"nodePoolLabel": "vgate.io/node-pool",
 		"nodePools": {
 			"gpu-secure": "confidential",
-			"gpu-shared": "general"
+			"gpu-shared": "general",
 		},
 		"resources": [
-			"nvidia.com/gpu"
-		]
+			"nvidia.com/gpu",
+		],
 	},
 	"images": {
 		"allowedRegistries": [
-			"registry.example.com/"
-		]
+			"registry.example.com/",
+		],
 	},
 	"placement": {
 		"confidentialRuntimeClasses": [
 			"kata-qemu-snp",
-			"kata-qemu-tdx"
+			"kata-qemu-tdx",
 		],
 		"egressDenyLabel": {
 			"key": "vgate.io/egress",
-			"value": "deny"
+			"value": "deny",
 		},
 		"encryptedNodeLabels": [
 			"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled",
-			"node-restriction.kubernetes.io/cpu-security.tdx.enabled"
+			"node-restriction.kubernetes.io/cpu-security.tdx.enabled",
 		],
 		"sensitiveLabel": {
 			"key": "vgate.io/data-classification",
-			"value": "sensitive"
+			"value": "sensitive",
 		},
-		"zoneLabel": "topology.kubernetes.io/zone"
+		"zoneLabel": "topology.kubernetes.io/zone",
 	},
 	"queues": {
 		"byNamespace": {
-			"ml-training": "training"
+			"ml-training": "training",
 		},
 		"bySelector": [
 			{
 				"queue": "training",
 				"selector": {
 					"matchLabels": {
-						"vgate.io/workload": "training"
-					}
-				}
-			}
+						"vgate.io/workload": "training",
+					},
+				},
+			},
 		],
 		"default": "default",
 		"definitions": {
 			"default": {
 				"namespaces": [
-					"*"
+					"*",
 				],
-				"priorityClass": "vgate-normal"
+				"priorityClass": "vgate-normal",
 			},
 			"training": {
 				"allowedPriorityClasses": [
 					"vgate-high",
-					"vgate-normal"
+					"vgate-normal",
 				],
 				"maxMemoryLimit": "64Gi",
 				"namespaces": [
 					"ml-training",
-					"research-*"
+					"research-*",
 				],
 				"priorityClass": "vgate-high",
-				"qosClass": "Guaranteed"
-			}
-		}
+				"qosClass": "Guaranteed",
+			},
+		},
 	},
 	"security": {
 		"allowedCapabilities": [
-			"NET_BIND_SERVICE"
-		]
+			"NET_BIND_SERVICE",
+		],
 	},
 	"tenancy": {
 		"dedicatedTaintKey": "dedicated",
 		"namespaceTenants": [
 			{
 				"namespaces": [
-					"ml-training"
+					"ml-training",
 				],
-				"tenant": "research"
-			}
-		]
+				"tenant": "research",
+			},
+		],
 	},
 	"volcano": {
 		"allowedSchedulers": [],
 		"namespaces": [
-			"ml-*"
+			"ml-*",
 		],
-		"schedulerName": "volcano"
-	}
+		"schedulerName": "volcano",
+	},
 }
+
 # END config
 
 # A pod spec with one container, changed by a JSON Patch relative to the container.
@@ -151,15 +152,18 @@ compliant_spec := {
 restricted_container_context := {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
 
 # A pod that passes the restricted standard, changed by a JSON Patch relative to the pod spec.
-restricted(patch) := pod({}, json.patch({
-	"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
-	"containers": [{"name": "main", "image": "registry.example.com/app:1", "securityContext": restricted_container_context}],
-}, patch))
+restricted(patch) := pod({}, json.patch(
+	{
+		"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+		"containers": [{"name": "main", "image": "registry.example.com/app:1", "securityContext": restricted_container_context}],
+	},
+	patch,
+))
 
 # The test config at another podSecurity version.
 at_version(version) := json.patch(config, [{"op": "add", "path": "/podSecurity", "value": {"version": version, "namespaces": []}}])
 
-review(kind, operation, namespace, object) := {
+review(kind, operation, namespace, manifest) := {
 	"apiVersion": "admission.k8s.io/v1",
 	"kind": "AdmissionReview",
 	"request": {
@@ -167,7 +171,7 @@ review(kind, operation, namespace, object) := {
 		"kind": kind,
 		"operation": operation,
 		"namespace": namespace,
-		"object": object,
+		"object": manifest,
 	},
 }
 
@@ -177,23 +181,27 @@ pod(labels, spec) := review({"group": "", "version": "v1", "kind": "Pod"}, "CREA
 	"spec": spec,
 })
 
-job(labels, specs) := review({"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}, "CREATE",
+job(labels, specs) := review(
+	{"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}, "CREATE",
 	"ml-training", {
-	"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-	"metadata": {"name": "j", "namespace": "ml-training"},
-	"spec": {"tasks": [task |
-		some i, spec in specs
-		task := {"name": sprintf("t%d", [i]), "replicas": 1, "template": {"metadata": {"labels": labels}, "spec": spec}}
-	]},
-})
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": {"name": "j", "namespace": "ml-training"},
+		"spec": {"tasks": [task |
+			some i, spec in specs
+			task := {"name": sprintf("t%d", [i]), "replicas": 1, "template": {"metadata": {"labels": labels}, "spec": spec}}
+		]},
+	},
+)
 
 as_update(r) := json.patch(r, [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
 
 # kubectl debug: an UPDATE of pods/ephemeralcontainers that adds `added` to a running pod (scheduled,
 # so spec.nodeName is set) whose ephemeral containers were `before`.
 debug(spec, before, added) := json.patch(
-	review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", running(spec, array.concat(before,
-		added))),
+	review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", running(spec, array.concat(
+		before,
+		added,
+	))),
 	[
 		{"op": "add", "path": "/request/subResource", "value": "ephemeralcontainers"},
 		{"op": "add", "path": "/request/oldObject", "value": running(spec, before)},

@@ -92,7 +92,11 @@ resource_judged_containers := [{"where": "pod (resize)", "spec": obj.spec, "cont
 # the toleration rules judge the tolerations the request adds.
 toleration_judged_specs := judged_specs if not is_pod_update
 
-toleration_judged_specs := [{"where": "pod", "metadata": object.get(obj, "metadata", {}), "spec": {"tolerations": added}}] if {
+toleration_judged_specs := [{
+	"where": "pod",
+	"metadata": object.get(obj, "metadata", {}),
+	"spec": {"tolerations": added},
+}] if {
 	is_pod_update
 	before := object.get(input.request, ["oldObject", "spec", "tolerations"], [])
 	added := [toleration | some toleration in object.get(obj.spec, "tolerations", []); not toleration in before]
@@ -166,7 +170,8 @@ queue := named_queue if _names_a_queue
 queue := _configured_queue if not _names_a_queue
 
 _names_a_queue if {
-	named := named_queue
+	# regal ignore:pointless-reassignment
+	named := named_queue # binds it: with no named queue the rule is undefined (`not named_queue in` is not)
 	not named in {"", "default"}
 }
 
@@ -203,8 +208,6 @@ _holds(expression, labels) if {
 	not _label_in(labels, expression.key, object.get(expression, "values", []))
 }
 
-_label_in(labels, key, values) if labels[key] in values
-
 _holds(expression, labels) if {
 	expression.operator == "Exists"
 	_ := labels[expression.key]
@@ -214,6 +217,8 @@ _holds(expression, labels) if {
 	expression.operator == "DoesNotExist"
 	not _has(labels, expression.key)
 }
+
+_label_in(labels, key, values) if labels[key] in values
 
 _has(labels, key) if _ := labels[key]
 
@@ -236,6 +241,15 @@ selects_encrypted_node(spec) if {
 	object.get(spec, ["nodeSelector", label], "") == "true"
 }
 
+# Node selector terms are ORed: every term must require encryption.
+selects_encrypted_node(spec) if {
+	terms := required_node_terms(spec)
+	count(terms) > 0
+	every term in terms {
+		term_requires_encryption(term)
+	}
+}
+
 term_requires_encryption(term) if {
 	some expression in object.get(term, "matchExpressions", [])
 	expression.key in encrypted_labels
@@ -243,15 +257,6 @@ term_requires_encryption(term) if {
 	count(expression.values) > 0
 	every value in expression.values {
 		value == "true"
-	}
-}
-
-# Node selector terms are ORed: every term must require encryption.
-selects_encrypted_node(spec) if {
-	terms := required_node_terms(spec)
-	count(terms) > 0
-	every term in terms {
-		term_requires_encryption(term)
 	}
 }
 

@@ -28,7 +28,7 @@ test_label_selectors_match_as_kubernetes_does if {
 	}
 }
 
-matched(selector, labels) := true if workload.label_selector_matches(selector, labels)
+matched(selector, labels) if workload.label_selector_matches(selector, labels)
 
 matched(selector, labels) := false if not workload.label_selector_matches(selector, labels)
 

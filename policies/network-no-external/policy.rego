@@ -5,7 +5,6 @@
 #   must carry the label the cluster's deny-egress NetworkPolicy selects, so it cannot reach or
 #   be reached from outside the cluster.
 # custom:
-#   id: network-no-external
 #   severity: high
 #   category: network
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection"

@@ -5,7 +5,6 @@
 #   (AMD SEV-SNP, Intel TDX; by default under the admin-only node-restriction.kubernetes.io
 #   prefix, which kubelets cannot set on their own node), or run in a confidential RuntimeClass.
 # custom:
-#   id: placement-encrypted-memory
 #   severity: critical
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality"

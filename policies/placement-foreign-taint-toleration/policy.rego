@@ -6,7 +6,6 @@
 #   tenant, for any value (operator Exists), or every taint at once (no key) lands it on
 #   hardware it does not own.
 # custom:
-#   id: placement-foreign-taint-toleration
 #   severity: high
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
@@ -17,8 +16,8 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.first_for_namespace
-import data.vgate.lib.workload.toleration_judged_specs
 import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.toleration_judged_specs
 
 taint_key := data.vgate.config.tenancy.dedicatedTaintKey
 

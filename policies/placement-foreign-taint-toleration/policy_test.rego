@@ -4,36 +4,47 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
+rule := "placement_foreign_taint_toleration"
+
 tolerating(toleration) := testing.pod({}, {"tolerations": [toleration]})
 
 test_allows_own_tenant if {
-	count(testing.denials("placement_foreign_taint_toleration", tolerating({"key": "dedicated", "operator": "Equal",
-		"value": "research", "effect": "NoSchedule"}))) == 0
+	count(testing.denials(rule, tolerating({
+		"key": "dedicated", "operator": "Equal",
+		"value": "research", "effect": "NoSchedule",
+	}))) == 0
 }
 
 test_denies_other_tenant if {
-	some violation in testing.denials("placement_foreign_taint_toleration", tolerating({"key": "dedicated",
-		"value": "serving", "effect": "NoSchedule"}))
+	some violation in testing.denials(rule, tolerating({
+		"key": "dedicated",
+		"value": "serving", "effect": "NoSchedule",
+	}))
 	contains(violation, `belongs to tenant "research"`)
 }
 
 test_denies_any_value_of_the_dedicated_key if {
-	count(testing.denials("placement_foreign_taint_toleration", tolerating({"key": "dedicated",
-		"operator": "Exists"}))) == 1
+	count(testing.denials(rule, tolerating({
+		"key": "dedicated",
+		"operator": "Exists",
+	}))) == 1
 }
 
 test_denies_tolerating_every_taint if {
-	count(testing.denials("placement_foreign_taint_toleration", tolerating({"operator": "Exists"}))) == 1
+	count(testing.denials(rule, tolerating({"operator": "Exists"}))) == 1
 }
 
 test_allows_unrelated_tolerations if {
-	count(testing.denials("placement_foreign_taint_toleration", tolerating({"key": "nvidia.com/gpu",
-		"operator": "Exists", "effect": "NoSchedule"}))) == 0
+	count(testing.denials(rule, tolerating({
+		"key": "nvidia.com/gpu",
+		"operator": "Exists", "effect": "NoSchedule",
+	}))) == 0
 }
 
 test_namespace_without_tenant_may_not_tolerate_dedicated_nodes if {
 	review := testing.pod_in("web", {}, {"tolerations": [{"key": "dedicated", "value": "research"}]})
-	count(testing.denials("placement_foreign_taint_toleration", review)) == 1
+	count(testing.denials(rule, review)) == 1
 }
 
 # Bypass: an UPDATE may add tolerations to a pending pod; those it adds are judged, those it had are not.
@@ -44,16 +55,16 @@ update_adding(before, after) := json.patch(testing.pod({}, {"tolerations": after
 
 test_an_update_adding_a_foreign_toleration_is_denied if {
 	foreign := {"key": "dedicated", "operator": "Equal", "value": "serving", "effect": "NoSchedule"}
-	some violation in testing.denials("placement_foreign_taint_toleration", update_adding([], [foreign]))
+	some violation in testing.denials(rule, update_adding([], [foreign]))
 	contains(violation, `belongs to tenant "research"`)
 	everything := {"operator": "Exists"}
-	count(testing.denials("placement_foreign_taint_toleration", update_adding([], [everything]))) == 1
+	count(testing.denials(rule, update_adding([], [everything]))) == 1
 }
 
 test_an_update_that_adds_no_toleration_is_not_judged_again if {
 	# A pod admitted before the rule existed keeps its tolerations through unrelated updates.
 	old := {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
-	count(testing.denials("placement_foreign_taint_toleration", update_adding([old], [old]))) == 0
+	count(testing.denials(rule, update_adding([old], [old]))) == 0
 	own := {"key": "dedicated", "operator": "Equal", "value": "research", "effect": "NoSchedule"}
-	count(testing.denials("placement_foreign_taint_toleration", update_adding([old], [old, own]))) == 0
+	count(testing.denials(rule, update_adding([old], [old, own]))) == 0
 }

@@ -6,7 +6,6 @@
 #   domain: GPU memory and MIG slices are shared by the pods of a node pool, so a pod must not
 #   land on a pool of another domain.
 # custom:
-#   id: placement-gpu-security-domain
 #   severity: critical
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
@@ -35,6 +34,7 @@ accelerated contains judged.where if {
 	some judged in judged_containers
 	some kind in ["requests", "limits"]
 	some resource in gpu.resources
+
 	# Any amount but zero counts, so an amount that is no quantity fails closed (not undefined).
 	amount := judged.container.resources[kind][resource]
 	not _zero(amount)

@@ -5,7 +5,6 @@
 #   required node affinity every term of which names the same single zone; all tasks of a
 #   Volcano Job must share that zone, so its data never crosses a zone boundary.
 # custom:
-#   id: placement-single-zone
 #   severity: high
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

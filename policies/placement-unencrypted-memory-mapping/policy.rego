@@ -4,7 +4,6 @@
 #   A sensitive workload off memory-encrypted nodes must not put data in node memory that
 #   outlives or escapes the container: memory-backed emptyDir volumes and hugepages.
 # custom:
-#   id: placement-unencrypted-memory-mapping
 #   severity: critical
 #   category: placement
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality"
@@ -22,12 +21,22 @@ import data.vgate.lib.workload.runs_on_encrypted_memory
 import data.vgate.lib.workload.sensitive_label
 
 memory_uses(spec) := array.concat(
-	[sprintf("emptyDir %s (medium: Memory)", [v.name]) | some v in object.get(spec, "volumes",
-		[]); v.emptyDir.medium == "Memory"],
+	[sprintf("emptyDir %s (medium: Memory)", [v.name]) |
+		some v in object.get(
+			spec, "volumes",
+			[],
+		)
+		v.emptyDir.medium == "Memory"
+	],
 	[sprintf("%s in container %s", [resource, c.name]) |
 		some c in containers(spec)
-		some resource, _ in object.union(object.get(c, ["resources", "requests"], {}), object.get(c, ["resources",
-			"limits"], {}))
+		some resource, _ in object.union(object.get(c, ["resources", "requests"], {}), object.get(
+			c, [
+				"resources",
+				"limits",
+			],
+			{},
+		))
 		startswith(resource, "hugepages-")
 	],
 )

@@ -4,7 +4,6 @@
 #   A queue may cap the memory limit of one container (maxMemoryLimit), so one job cannot take a
 #   node's memory from the rest of its queue's gang.
 # custom:
-#   id: resources-memory-limit-cap
 #   severity: medium
 #   category: resources
 #   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"
@@ -14,9 +13,9 @@ package vgate.rules.resources_memory_limit_cap
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.workload.resource_judged_containers
-import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.queue
+import data.vgate.lib.workload.resource_judged_containers
 
 import data.vgate.lib.quantity.bytes as bytes_of
 

@@ -5,7 +5,6 @@
 #   limit. vgate's mutation adds them; this catches workloads admitted while mutation was
 #   unavailable (its failurePolicy is Ignore), which would otherwise run unbounded.
 # custom:
-#   id: resources-memory-limits-required
 #   severity: medium
 #   category: resources
 #   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"
@@ -17,8 +16,8 @@ import rego.v1
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.containers
 import data.vgate.lib.workload.judged_specs
-import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.queue
 
 qos_class := data.vgate.config.queues.definitions[queue].qosClass
 

@@ -4,7 +4,6 @@
 #   A pod created with spec.nodeName skips the scheduler, so Volcano's queues, quotas, gang
 #   scheduling and every placement rule enforced through node selection are bypassed.
 # custom:
-#   id: scheduling-node-name-bypass
 #   severity: high
 #   category: scheduling
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

@@ -7,7 +7,6 @@
 #   admission plugin allows them in every namespace (limit them with a ResourceQuota scopeSelector,
 #   as Kubernetes documents), and node agents such as device plugins and log shippers need them.
 # custom:
-#   id: scheduling-priority-class-allowed
 #   severity: medium
 #   category: scheduling
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
@@ -18,8 +17,8 @@ import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.workload.is_create
-import data.vgate.lib.workload.queue
 import data.vgate.lib.workload.obj
+import data.vgate.lib.workload.queue
 
 definition := data.vgate.config.queues.definitions[queue]
 

@@ -8,7 +8,6 @@
 #   webhook took from the namespace annotation is judged like any other: mirror the annotation in
 #   queues.byNamespace so vgate injects it first (README, "In the admission chain").
 # custom:
-#   id: scheduling-queue-allowed
 #   severity: medium
 #   category: scheduling
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
@@ -59,7 +58,11 @@ has_queue if is_volcano_job
 
 has_queue if is_pod_group
 
-queue_before := object.get(input.request, ["oldObject", "metadata", "annotations", "scheduling.volcano.sh/queue-name"], "") if is_pod
+queue_before := object.get(
+	input.request,
+	["oldObject", "metadata", "annotations", "scheduling.volcano.sh/queue-name"],
+	"",
+) if is_pod
 
 queue_before := object.get(input.request, ["oldObject", "spec", "queue"], "") if not is_pod
 
@@ -71,26 +74,24 @@ allowed_queues := sort([name |
 
 deny contains msg if {
 	judged
-	queue := named_queue
-	not definitions[queue]
+	not definitions[named_queue]
 	msg := sprintf(
 		concat("", [
 			"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none ",
 			"(a queue Volcano takes from the namespace's scheduling.volcano.sh/queue-name annotation must be ",
 			"defined in queues.definitions and mapped in queues.byNamespace)",
 		]),
-		[obj.kind, queue, allowed_queues],
+		[obj.kind, named_queue, allowed_queues],
 	)
 }
 
 deny contains msg if {
 	judged
-	queue := named_queue
-	definition := definitions[queue]
+	definition := definitions[named_queue]
 	not namespace_allowed(definition)
 	msg := sprintf(
 		"%s in namespace %q names Volcano queue %q, which that namespace may not use: use one of %v or name none",
-		[obj.kind, namespace, queue, allowed_queues],
+		[obj.kind, namespace, named_queue, allowed_queues],
 	)
 }
 

@@ -5,7 +5,6 @@
 #   scheduler: queues, fair share and gang scheduling only hold if Volcano places every pod.
 #   Schedulers that Volcano's own resource groups assign are listed in volcano.allowedSchedulers.
 # custom:
-#   id: scheduling-volcano-scheduler
 #   severity: medium
 #   category: scheduling
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

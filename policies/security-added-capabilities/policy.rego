@@ -7,12 +7,16 @@
 #   of security.allowedCapabilities when set (stricter or looser, on purpose). Restricted (v1.22+,
 #   Windows pods exempt from v1.25): every container drops ALL and adds at most NET_BIND_SERVICE.
 # custom:
-#   id: security-added-capabilities
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
-#   remediation: Remove the capability from securityContext.capabilities.add; for restricted, set capabilities.drop to ["ALL"].
-#   pss: {check: Capabilities, level: baseline and restricted, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].securityContext.capabilities.{add,drop}"]}
+#   remediation: Remove the capability from securityContext.capabilities.add; for restricted, set
+#     capabilities.drop to ["ALL"].
+#   pss:
+#     check: Capabilities
+#     level: baseline and restricted
+#     fields:
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.capabilities.{add,drop}
 package vgate.rules.security_added_capabilities
 
 import rego.v1
@@ -39,7 +43,7 @@ added(container) := {c | some c in object.get(container, ["securityContext", "ca
 
 deny contains failure(where, "non-default capabilities", concat("; ", parts), "baseline") if {
 	some where, group in container_groups
-	parts := [sprintf("container %q must not include %s in securityContext.capabilities.add", [c.name, quoted(sort(extra))]) |
+	parts := [added_part(c.name, extra) |
 		some c in group.containers
 		extra := added(c) - allowed
 		count(extra) > 0
@@ -49,11 +53,14 @@ deny contains failure(where, "non-default capabilities", concat("; ", parts), "b
 
 # Restricted: what the baseline result above does not already say.
 deny contains failure(where, "unrestricted capabilities", concat("; ", parts), "restricted") if {
-	some where, group in container_groups
 	at_least(22)
+	some where, group in container_groups
 	not windows_exempt(group.spec)
-	undropped := [c.name | some c in group.containers; not "ALL" in object.get(c, ["securityContext", "capabilities", "drop"], [])]
-	beyond := [sprintf("container %q must not include %s in securityContext.capabilities.add", [c.name, quoted(sort(extra))]) |
+	undropped := [c.name |
+		some c in group.containers
+		not "ALL" in object.get(c, ["securityContext", "capabilities", "drop"], [])
+	]
+	beyond := [added_part(c.name, extra) |
 		some c in group.containers
 		extra := (added(c) & allowed) - {"NET_BIND_SERVICE"}
 		count(extra) > 0
@@ -62,9 +69,15 @@ deny contains failure(where, "unrestricted capabilities", concat("; ", parts), "
 	count(parts) > 0
 }
 
+added_part(name, extra) := sprintf("container %q must not include %s in securityContext.capabilities.add", [
+	name, quoted(sort(extra)),
+])
+
 # (A helper, not a comprehension without iteration: the RVM finds an empty one of those undefined.)
 drop_all_part(names) := [] if count(names) == 0
 
-drop_all_part(names) := [sprintf("%s must set securityContext.capabilities.drop=[\"ALL\"]", [containers_named(names)])] if {
+drop_all_part(names) := [sprintf(`%s must set securityContext.capabilities.drop=["ALL"]`, [
+	containers_named(names),
+])] if {
 	count(names) > 0
 }

@@ -4,18 +4,23 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_added_capabilities"
 
-with_capabilities(capabilities) := testing.pod({}, testing.container_spec([{"op": "add", "path": "/securityContext",
-	"value": {"capabilities": capabilities}}]))
+with_capabilities(capabilities) := testing.pod({}, testing.container_spec([{
+	"op": "add", "path": "/securityContext",
+	"value": {"capabilities": capabilities},
+}]))
 
 pss := json.patch(testing.config, [{"op": "replace", "path": "/security/allowedCapabilities", "value": null}])
 
 test_baseline_allows_the_default_set_and_nothing_else if {
-	every allowed in ["AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-		"SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"] {
+	every allowed in [
+		"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+		"SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+	] {
 		levels := testing.levels_under(rule, with_capabilities({"add": [allowed], "drop": ["ALL"]}), pss)
-		not "baseline" in {level | some _, level in levels}
+		not "baseline" in {level | some level in levels}
 	}
 	every forbidden in ["SYS_ADMIN", "NET_RAW", "NET_ADMIN", "SYS_PTRACE", "CAP_CHOWN", "chown", "ALL"] {
 		levels := testing.levels_under(rule, with_capabilities({"add": [forbidden], "drop": ["ALL"]}), pss)
@@ -60,8 +65,10 @@ test_restricted_is_judged_from_v1_22_and_not_for_windows_pods_from_v1_25 if {
 }
 
 test_every_container_list_and_job_template_is_judged if {
-	spec := {"initContainers": [{"name": "setup", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}}}],
-		"containers": [{"name": "main", "securityContext": {"capabilities": {"drop": ["ALL"]}}}]}
+	spec := {
+		"initContainers": [{"name": "setup", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}}}],
+		"containers": [{"name": "main", "securityContext": {"capabilities": {"drop": ["ALL"]}}}],
+	}
 	some msg, "baseline" in testing.levels_under(rule, testing.job({}, [spec]), pss)
 	startswith(msg, `Job task[0] t0: non-default capabilities (container "setup" must not include "SYS_ADMIN"`)
 	added := [{"name": "debugger", "securityContext": {"capabilities": {"add": ["SYS_PTRACE"], "drop": ["ALL"]}}}]

@@ -6,12 +6,18 @@
 #   container.apparmor.security.beta.kubernetes.io/<container> annotation (still read by the
 #   kubelet and by pod-security admission).
 # custom:
-#   id: security-apparmor
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.4 intrusion prevention"
-#   remediation: Set appArmorProfile.type to RuntimeDefault or Localhost (annotation runtime/default or localhost/<profile>), or leave it unset.
-#   pss: {check: AppArmor, level: baseline, fields: [spec.securityContext.appArmorProfile.type, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.appArmorProfile.type", "metadata.annotations['container.apparmor.security.beta.kubernetes.io/*']"]}
+#   remediation: Set appArmorProfile.type to RuntimeDefault or Localhost (annotation runtime/default or
+#     localhost/<profile>), or leave it unset.
+#   pss:
+#     check: AppArmor
+#     level: baseline
+#     fields:
+#       - spec.securityContext.appArmorProfile.type
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.appArmorProfile.type
+#       - metadata.annotations['container.apparmor.security.beta.kubernetes.io/*']
 package vgate.rules.security_apparmor
 
 import rego.v1
@@ -33,7 +39,7 @@ confined(type) if type in valid_types
 # comprehension without iteration undefined.)
 unconfined(type) := false if confined(type)
 
-unconfined(type) := true if not confined(type)
+unconfined(type) if not confined(type)
 
 # The profile type of a pod's or a container's securityContext; unset counts as the runtime's default.
 profile(holder) := object.get(holder, ["securityContext", "appArmorProfile", "type"], "RuntimeDefault")
@@ -47,8 +53,13 @@ deny contains failure(where, "forbidden AppArmor profile", detail, "baseline") i
 	pod_set := unconfined(profile(group.spec))
 	names := [c.name | some c in group.containers; not confined(profile(c))]
 	true in [pod_set, count(names) > 0]
-	types := sort({t | some t in array.concat([profile(group.spec)], [profile(c) | some c in group.containers]); not confined(t)})
-	detail := sprintf("%s must not set securityContext.appArmorProfile.type to %s", [setters(pod_set, names), quoted(types)])
+	types := sort({t |
+		some t in array.concat([profile(group.spec)], [profile(c) | some c in group.containers])
+		not confined(t)
+	})
+	detail := sprintf("%s must not set securityContext.appArmorProfile.type to %s", [
+		setters(pod_set, names), quoted(types),
+	])
 }
 
 deny contains failure(judged.where, "forbidden AppArmor profile", detail, "baseline") if {

@@ -4,7 +4,6 @@
 #   Pod Security Standards, baseline, "Host Namespaces": a pod sharing the node's process, IPC or
 #   network namespace sees and reaches every other workload on the node.
 # custom:
-#   id: security-host-namespaces
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

@@ -4,6 +4,7 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_host_namespaces"
 
 test_denies_each_host_namespace_in_one_message if {

@@ -4,12 +4,15 @@
 #   Pod Security Standards, baseline, "Host Ports": a hostPort binds the node's own address,
 #   around NetworkPolicies and Services, and collides with the node's other listeners.
 # custom:
-#   id: security-host-ports
 #   severity: medium
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection"
 #   remediation: Remove hostPort from every container port and expose the port through a Service.
-#   pss: {check: Host Ports, level: baseline, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].ports[*].hostPort"]}
+#   pss:
+#     check: Host Ports
+#     level: baseline
+#     fields:
+#       - spec.{initContainers,containers,ephemeralContainers}[*].ports[*].hostPort
 package vgate.rules.security_host_ports
 
 import rego.v1

@@ -4,6 +4,7 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_host_ports"
 
 with_ports(ports) := testing.pod({}, testing.container_spec([{"op": "add", "path": "/ports", "value": ports}]))

@@ -5,12 +5,17 @@
 #   lifecycle hook with a host makes the kubelet connect from the node to any address, on the
 #   pod's behalf: a way past NetworkPolicies to the node's and the cluster's services.
 # custom:
-#   id: security-host-probes
 #   severity: medium
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.3.2 access control"
 #   remediation: Remove host from the probe's or hook's httpGet and tcpSocket; the kubelet then targets the pod's IP.
-#   pss: {check: Host Probes / Lifecycle Hooks, level: baseline, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].{livenessProbe,readinessProbe,startupProbe}.{httpGet,tcpSocket}.host", "spec.{initContainers,containers,ephemeralContainers}[*].lifecycle.{postStart,preStop}.{httpGet,tcpSocket}.host"]}
+#   pss:
+#     check: Host Probes / Lifecycle Hooks
+#     level: baseline
+#     fields:
+#       - "spec.{initContainers,containers,ephemeralContainers}[*]\
+#         .{livenessProbe,readinessProbe,startupProbe}.{httpGet,tcpSocket}.host"
+#       - spec.{initContainers,containers,ephemeralContainers}[*].lifecycle.{postStart,preStop}.{httpGet,tcpSocket}.host
 package vgate.rules.security_host_probes
 
 import rego.v1
@@ -37,10 +42,13 @@ hosts(container) := {host |
 }
 
 deny contains failure(where, "probe or lifecycle host", detail, "baseline") if {
-	some where, group in container_groups
 	at_least(34)
+	some where, group in container_groups
 	names := [c.name | some c in group.containers; count(hosts(c)) > 0]
 	count(names) > 0
 	used := sort({h | some c in group.containers; some h in hosts(c)})
-	detail := sprintf("%s %s %s %s", [containers_named(names), uses(names), plural("probe or lifecycle host", used), quoted(used)])
+	detail := sprintf("%s %s %s %s", [
+		containers_named(names), uses(names),
+		plural("probe or lifecycle host", used), quoted(used),
+	])
 }

@@ -4,10 +4,13 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_host_probes"
 
-with_handler(field, handler) := testing.restricted([{"op": "add", "path": concat("/", ["/containers/0", field]),
-	"value": handler}])
+with_handler(field, handler) := testing.restricted([{
+	"op": "add", "path": concat("/", ["/containers/0", field]),
+	"value": handler,
+}])
 
 test_denies_a_host_on_any_probe_or_hook if {
 	every case in [
@@ -18,7 +21,8 @@ test_denies_a_host_on_any_probe_or_hook if {
 		["lifecycle", {"preStop": {"tcpSocket": {"host": "10.0.0.1", "port": 80}}}],
 	] {
 		testing.levels(rule, with_handler(case[0], case[1])) == {
-			`Pod: probe or lifecycle host (container "main" uses probe or lifecycle host "10.0.0.1")`: "baseline"}
+			`Pod: probe or lifecycle host (container "main" uses probe or lifecycle host "10.0.0.1")`: "baseline",
+		}
 	}
 }
 

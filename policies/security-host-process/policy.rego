@@ -4,12 +4,16 @@
 #   Pod Security Standards, baseline, "HostProcess": a Windows HostProcess container runs
 #   directly on the node, as a process of the host, with its network and file system.
 # custom:
-#   id: security-host-process
 #   severity: critical
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
 #   remediation: Remove securityContext.windowsOptions.hostProcess (pod and containers), or set it to false.
-#   pss: {check: HostProcess, level: baseline, fields: [spec.securityContext.windowsOptions.hostProcess, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.windowsOptions.hostProcess"]}
+#   pss:
+#     check: HostProcess
+#     level: baseline
+#     fields:
+#       - spec.securityContext.windowsOptions.hostProcess
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.windowsOptions.hostProcess
 package vgate.rules.security_host_process
 
 import rego.v1

@@ -6,7 +6,6 @@
 #   memory (/dev/mem, /dev/kmem, /dev/port, named as such, denied here whatever the action of
 #   placement-unencrypted-memory-mapping). Use a PersistentVolumeClaim or an emptyDir.
 # custom:
-#   id: security-hostpath-volume
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
@@ -27,7 +26,9 @@ deny contains failure(judged.where, "hostPath volumes", detail, "baseline") if {
 	some judged in judged_specs
 	names := [v.name | some v in object.get(judged.spec, "volumes", []); v.hostPath; not v.hostPath.path in memory_devices]
 	count(names) > 0
-	detail := sprintf("%s %s: use a PersistentVolumeClaim, emptyDir or CSI volume instead", [plural("volume", names), quoted(names)])
+	detail := sprintf("%s %s: use a PersistentVolumeClaim, emptyDir or CSI volume instead", [
+		plural("volume", names), quoted(names),
+	])
 }
 
 deny contains failure(judged.where, "hostPath volumes", detail, "baseline") if {

@@ -4,6 +4,7 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_hostpath_volume"
 
 test_denies_host_path if {

@@ -7,12 +7,15 @@
 #   allowPrivilegeEscalation: true in baseline namespaces too, set this rule's action to deny in
 #   enforcement.rules.
 # custom:
-#   id: security-privilege-escalation
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
 #   remediation: Set securityContext.allowPrivilegeEscalation to false in every container.
-#   pss: {check: Privilege Escalation, level: restricted, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].securityContext.allowPrivilegeEscalation"]}
+#   pss:
+#     check: Privilege Escalation
+#     level: restricted
+#     fields:
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.allowPrivilegeEscalation
 package vgate.rules.security_privilege_escalation
 
 import rego.v1
@@ -25,10 +28,13 @@ import data.vgate.lib.pss.failure
 import data.vgate.lib.pss.windows_exempt
 
 deny contains failure(where, "allowPrivilegeEscalation != false", detail, "restricted") if {
-	some where, group in container_groups
 	at_least(8)
+	some where, group in container_groups
 	not windows_exempt(group.spec)
-	names := [c.name | some c in group.containers; object.get(c, ["securityContext", "allowPrivilegeEscalation"], null) != false]
+	names := [c.name |
+		some c in group.containers
+		object.get(c, ["securityContext", "allowPrivilegeEscalation"], null) != false
+	]
 	count(names) > 0
 	detail := sprintf("%s must set securityContext.allowPrivilegeEscalation=false", [containers_named(names)])
 }

@@ -4,6 +4,7 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_privilege_escalation"
 
 test_allows_false if {
@@ -16,7 +17,8 @@ test_denies_true_and_unset if {
 		{"op": "remove", "path": "/containers/0/securityContext/allowPrivilegeEscalation"},
 	] {
 		testing.levels(rule, testing.restricted([patch])) == {
-			`Pod: allowPrivilegeEscalation != false (container "main" must set securityContext.allowPrivilegeEscalation=false)`: "restricted"}
+			`Pod: allowPrivilegeEscalation != false (container "main" must set securityContext.allowPrivilegeEscalation=false)`: "restricted",
+		}
 	}
 }
 

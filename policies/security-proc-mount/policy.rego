@@ -5,12 +5,15 @@
 #   interfaces. Baseline: procMount must be Default or unset, except (from v1.35) in a pod with
 #   its own user namespace (hostUsers: false). Restricted (v1.35+): Default or unset, always.
 # custom:
-#   id: security-proc-mount
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
 #   remediation: Remove securityContext.procMount or set it to Default.
-#   pss: {check: /proc Mount Type, level: baseline and restricted, fields: ["spec.{initContainers,containers,ephemeralContainers}[*].securityContext.procMount"]}
+#   pss:
+#     check: /proc Mount Type
+#     level: baseline and restricted
+#     fields:
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.procMount
 package vgate.rules.security_proc_mount
 
 import rego.v1
@@ -23,7 +26,10 @@ import data.vgate.lib.pss.failure
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.user_namespace_relaxed
 
-unmasked(group) := [c | some c in group.containers; object.get(c, ["securityContext", "procMount"], "Default") != "Default"]
+unmasked(group) := [c |
+	some c in group.containers
+	object.get(c, ["securityContext", "procMount"], "Default") != "Default"
+]
 
 detail(bad) := sprintf("%s must not set securityContext.procMount to %s", [
 	containers_named([c.name | some c in bad]),
@@ -38,8 +44,8 @@ deny contains failure(where, "procMount", detail(bad), "baseline") if {
 }
 
 deny contains failure(where, "procMount", detail(bad), "restricted") if {
-	some where, group in container_groups
 	at_least(35)
+	some where, group in container_groups
 	user_namespace_relaxed(group.spec)
 	bad := unmasked(group)
 	count(bad) > 0

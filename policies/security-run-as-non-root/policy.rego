@@ -6,12 +6,16 @@
 #   their own user namespace (hostUsers: false) are exempt from v1.35: root there is not the
 #   node's root.
 # custom:
-#   id: security-run-as-non-root
 #   severity: medium
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
 #   remediation: Set spec.securityContext.runAsNonRoot to true (and run the image as a non-zero uid).
-#   pss: {check: Running as Non-root, level: restricted, fields: [spec.securityContext.runAsNonRoot, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.runAsNonRoot"]}
+#   pss:
+#     check: Running as Non-root
+#     level: restricted
+#     fields:
+#       - spec.securityContext.runAsNonRoot
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.runAsNonRoot
 package vgate.rules.security_run_as_non_root
 
 import rego.v1

@@ -6,12 +6,18 @@
 #   annotations instead). Restricted (v1.19+; Windows pods exempt from v1.25): the pod, or else
 #   every container, sets RuntimeDefault or Localhost explicitly.
 # custom:
-#   id: security-seccomp
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.4 intrusion prevention"
 #   remediation: Set spec.securityContext.seccompProfile.type to RuntimeDefault (or Localhost with a profile).
-#   pss: {check: Seccomp, level: baseline and restricted, fields: [spec.securityContext.seccompProfile.type, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.seccompProfile.type", "metadata.annotations['seccomp.security.alpha.kubernetes.io/pod']", "metadata.annotations['container.seccomp.security.alpha.kubernetes.io/*']"]}
+#   pss:
+#     check: Seccomp
+#     level: baseline and restricted
+#     fields:
+#       - spec.securityContext.seccompProfile.type
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.seccompProfile.type
+#       - metadata.annotations['seccomp.security.alpha.kubernetes.io/pod']
+#       - metadata.annotations['container.seccomp.security.alpha.kubernetes.io/*']
 package vgate.rules.security_seccomp
 
 import rego.v1
@@ -39,22 +45,13 @@ explicitly_bad(type) if {
 
 # Total (true or false), for use as a value. (Not `count([1 | ...]) > 0`: the RVM finds an empty
 # comprehension without iteration undefined.)
-bad_flag(type) := true if explicitly_bad(type)
+bad_flag(type) if explicitly_bad(type)
 
 bad_flag(type) := false if not explicitly_bad(type)
 
-# Baseline from v1.19: nothing explicitly Unconfined (or any other type).
-deny contains failure(where, "seccompProfile", detail, "baseline") if {
-	some where, group in container_groups
-	at_least(19)
-	pod_set := bad_flag(pod_type(group.spec))
-	names := [c.name | some c in group.containers; explicitly_bad(container_type(c))]
-	true in [pod_set, count(names) > 0]
-	types := sort({t | some t in array.concat([pod_type(group.spec)], [container_type(c) | some c in group.containers]); explicitly_bad(t)})
-	detail := sprintf("%s must not set securityContext.seccompProfile.type to %s", [setters(pod_set, names), quoted(types)])
-}
+# The alpha annotations, judged below v1.19.
+forbidden_annotations(bad) := sprintf("forbidden annotations %s", [concat(", ", sort(bad))])
 
-# Baseline below v1.19: the alpha annotations.
 annotation_pod := "seccomp.security.alpha.kubernetes.io/pod"
 
 annotation_container_prefix := "container.seccomp.security.alpha.kubernetes.io/"
@@ -63,9 +60,30 @@ valid_annotation(value) if value in {"runtime/default", "docker/default"}
 
 valid_annotation(value) if startswith(value, "localhost/")
 
-deny contains failure(judged.where, "seccompProfile", sprintf("forbidden annotations %s", [concat(", ", sort(bad))]), "baseline") if {
-	some judged in judged_specs
+seccomp_annotation(key) if key == annotation_pod
+
+seccomp_annotation(key) if startswith(key, annotation_container_prefix)
+
+# Baseline from v1.19: nothing explicitly Unconfined (or any other type).
+deny contains failure(where, "seccompProfile", detail, "baseline") if {
+	at_least(19)
+	some where, group in container_groups
+	pod_set := bad_flag(pod_type(group.spec))
+	names := [c.name | some c in group.containers; explicitly_bad(container_type(c))]
+	true in [pod_set, count(names) > 0]
+	types := sort({t |
+		some t in array.concat([pod_type(group.spec)], [container_type(c) | some c in group.containers])
+		explicitly_bad(t)
+	})
+	detail := sprintf("%s must not set securityContext.seccompProfile.type to %s", [
+		setters(pod_set, names), quoted(types),
+	])
+}
+
+# Baseline below v1.19: the alpha annotations.
+deny contains failure(judged.where, "seccompProfile", forbidden_annotations(bad), "baseline") if {
 	not at_least(19)
+	some judged in judged_specs
 	bad := [sprintf("%s=%q", [key, value]) |
 		some key, value in judged.metadata.annotations
 		seccomp_annotation(key)
@@ -74,14 +92,10 @@ deny contains failure(judged.where, "seccompProfile", sprintf("forbidden annotat
 	count(bad) > 0
 }
 
-seccomp_annotation(key) if key == annotation_pod
-
-seccomp_annotation(key) if startswith(key, annotation_container_prefix)
-
 # Restricted: set, not merely not Unconfined. What baseline refuses is not said twice.
 deny contains failure(where, "seccompProfile", detail, "restricted") if {
-	some where, group in container_groups
 	at_least(19)
+	some where, group in container_groups
 	not windows_exempt(group.spec)
 	not pod_type(group.spec) in valid_types
 	not explicitly_bad(pod_type(group.spec))

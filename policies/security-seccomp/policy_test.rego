@@ -4,6 +4,7 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_seccomp"
 
 with_type(path, type) := testing.restricted([{"op": "add", "path": path, "value": {"type": type}}])
@@ -18,16 +19,21 @@ test_allows_runtime_default_and_localhost_on_the_pod if {
 
 test_denies_unconfined_at_baseline if {
 	testing.levels(rule, with_type("/securityContext/seccompProfile", "Unconfined")) == {
-		`Pod: seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline"}
+		`Pod: seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline",
+	}
 	testing.levels(rule, with_type("/containers/0/securityContext/seccompProfile", "Unconfined")) == {
-		`Pod: seccompProfile (container "main" must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline"}
+		`Pod: seccompProfile (container "main" must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline",
+	}
 }
 
 test_restricted_requires_a_profile_on_the_pod_or_every_container if {
 	testing.levels(rule, without_pod_profile([])) == {
-		`Pod: seccompProfile (pod or container "main" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`: "restricted"}
-	count(testing.denials(rule, without_pod_profile([{"op": "add", "path": "/containers/0/securityContext/seccompProfile",
-		"value": {"type": "RuntimeDefault"}}]))) == 0
+		`Pod: seccompProfile (pod or container "main" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`: "restricted",
+	}
+	count(testing.denials(rule, without_pod_profile([{
+		"op": "add", "path": "/containers/0/securityContext/seccompProfile",
+		"value": {"type": "RuntimeDefault"},
+	}]))) == 0
 }
 
 test_windows_pods_are_exempt_from_restricted_from_v1_25 if {
@@ -36,8 +42,10 @@ test_windows_pods_are_exempt_from_restricted_from_v1_25 if {
 	count(testing.denials_under(rule, windows, testing.at_version("v1.24"))) == 1
 }
 
-annotated(key, value) := json.patch(without_pod_profile([]), [{"op": "add", "path": "/request/object/metadata/annotations",
-	"value": {key: value}}])
+annotated(key, value) := json.patch(without_pod_profile([]), [{
+	"op": "add", "path": "/request/object/metadata/annotations",
+	"value": {key: value},
+}])
 
 test_below_v1_19_the_annotations_count_and_nothing_is_required if {
 	old := testing.at_version("v1.18")
@@ -45,6 +53,7 @@ test_below_v1_19_the_annotations_count_and_nothing_is_required if {
 		count(testing.denials_under(rule, annotated("seccomp.security.alpha.kubernetes.io/pod", value), old)) == 0
 	}
 	testing.levels_under(rule, annotated("container.seccomp.security.alpha.kubernetes.io/main", "unconfined"), old) == {
-		`Pod: seccompProfile (forbidden annotations container.seccomp.security.alpha.kubernetes.io/main="unconfined")`: "baseline"}
+		`Pod: seccompProfile (forbidden annotations container.seccomp.security.alpha.kubernetes.io/main="unconfined")`: "baseline",
+	}
 	count(testing.denials_under(rule, with_type("/securityContext/seccompProfile", "Unconfined"), old)) == 0
 }

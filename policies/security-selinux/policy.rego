@@ -5,12 +5,16 @@
 #   level, and only the container types of the standard (container_t, container_init_t,
 #   container_kvm_t; container_engine_t from v1.31); user and role must stay unset.
 # custom:
-#   id: security-selinux
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"
 #   remediation: Remove seLinuxOptions.user and .role, and set .type only to one of the standard's container types.
-#   pss: {check: SELinux, level: baseline, fields: [spec.securityContext.seLinuxOptions, "spec.{initContainers,containers,ephemeralContainers}[*].securityContext.seLinuxOptions"]}
+#   pss:
+#     check: SELinux
+#     level: baseline
+#     fields:
+#       - spec.securityContext.seLinuxOptions
+#       - spec.{initContainers,containers,ephemeralContainers}[*].securityContext.seLinuxOptions
 package vgate.rules.security_selinux
 
 import rego.v1

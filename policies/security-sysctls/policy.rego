@@ -5,7 +5,6 @@
 #   namespaces per pod and isolates from the node; the safe list grew at v1.27, v1.29, v1.32 and
 #   v1.37, and a policy version pinned below keeps the list of its time.
 # custom:
-#   id: security-sysctls
 #   severity: high
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

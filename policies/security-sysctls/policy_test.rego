@@ -4,10 +4,13 @@ import rego.v1
 
 import data.vgate.lib.testing
 
+# The rule under test (its folder's name, as its package writes it).
 rule := "security_sysctls"
 
-with_sysctls(names) := testing.restricted([{"op": "add", "path": "/securityContext/sysctls",
-	"value": [{"name": name, "value": "1"} | some name in names]}])
+with_sysctls(names) := testing.restricted([{
+	"op": "add", "path": "/securityContext/sysctls",
+	"value": [{"name": name, "value": "1"} | some name in names],
+}])
 
 test_allows_the_safe_list if {
 	count(testing.denials(rule, with_sysctls([
@@ -20,7 +23,8 @@ test_allows_the_safe_list if {
 
 test_denies_the_others if {
 	testing.levels(rule, with_sysctls(["kernel.msgmax", "net.core.somaxconn", "kernel.shm_rmid_forced"])) == {
-		"Pod: forbidden sysctls (kernel.msgmax, net.core.somaxconn)": "baseline"}
+		"Pod: forbidden sysctls (kernel.msgmax, net.core.somaxconn)": "baseline",
+	}
 }
 
 test_the_safe_list_grows_by_version if {

@@ -6,7 +6,6 @@
 #   else (nfs, iscsi, rbd, gitRepo, cephfs, ...) reaches storage around PersistentVolumes and their
 #   access control. hostPath is security-hostpath-volume's (baseline), not said twice.
 # custom:
-#   id: security-volume-types
 #   severity: medium
 #   category: security
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control"

@@ -6,7 +6,6 @@
 #   A sensitive workload must pin every image by digest: a tag can be moved to other code.
 #   Any other workload using :latest or no tag gets a warning.
 # custom:
-#   id: supply-chain-image-registry
 #   severity: high
 #   category: supply-chain
 #   control: "MLPS 2.0 (GB/T 22239-2019) 8.1.4.4 intrusion prevention"
@@ -16,12 +15,12 @@ package vgate.rules.supply_chain_image_registry
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.workload.image_of
 import data.vgate.lib.image.normalized
 import data.vgate.lib.image.pinned
 import data.vgate.lib.image.reference
-import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.image_judged_containers
+import data.vgate.lib.workload.image_of
+import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.obj
 import data.vgate.lib.workload.sensitive_label
 

@@ -5,12 +5,15 @@ import rego.v1
 import data.vgate.lib.testing
 import data.vgate.rules.supply_chain_image_registry as rule
 
+# The rule under test (its folder's name, as its package writes it).
+rule_name := "supply_chain_image_registry"
+
 running(labels, image) := testing.pod(labels, {"containers": [{"name": "app", "image": image}]})
 
 digest := "registry.example.com/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 test_denies_registry_not_allowed if {
-	some violation in testing.denials("supply_chain_image_registry", running({}, "docker.io/library/nginx:1.27"))
+	some violation in testing.denials(rule_name, running({}, "docker.io/library/nginx:1.27"))
 	contains(violation, `image "docker.io/library/nginx:1.27" from a registry not allowed`)
 }
 
@@ -21,48 +24,60 @@ test_any_registry_when_the_list_is_empty if {
 }
 
 test_denies_sensitive_image_without_digest if {
-	some violation in testing.denials("supply_chain_image_registry", running(testing.sensitive,
-		"registry.example.com/app:1.0"))
+	some violation in testing.denials(rule_name, running(
+		testing.sensitive,
+		"registry.example.com/app:1.0",
+	))
 	contains(violation, "without a digest")
 }
 
 test_allows_sensitive_image_with_digest if {
-	count(testing.denials("supply_chain_image_registry", running(testing.sensitive, digest))) == 0
+	count(testing.denials(rule_name, running(testing.sensitive, digest))) == 0
 }
 
 test_warns_on_latest_and_untagged_but_not_on_registry_ports if {
-	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com/app:latest"))) == 1
-	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com/app"))) == 1
-	count(testing.warnings("supply_chain_image_registry", running({}, "registry.example.com:5000/app:2.1"))) == 0
-	count(testing.denials("supply_chain_image_registry", running({}, "registry.example.com/app:latest"))) == 0
+	count(testing.warnings(rule_name, running({}, "registry.example.com/app:latest"))) == 1
+	count(testing.warnings(rule_name, running({}, "registry.example.com/app"))) == 1
+	count(testing.warnings(rule_name, running({}, "registry.example.com:5000/app:2.1"))) == 0
+	count(testing.denials(rule_name, running({}, "registry.example.com/app:latest"))) == 0
 }
 
 test_denies_an_ephemeral_container_from_another_registry if {
 	added := [{"name": "debugger", "image": "docker.io/nicolaka/netshoot:latest"}]
-	some violation in testing.denials("supply_chain_image_registry", testing.debug(testing.container_spec([]), [], added))
+	some violation in testing.denials(rule_name, testing.debug(testing.container_spec([]), [], added))
 	contains(violation, "debugger")
 }
 
 # kubectl set image: an UPDATE of a running pod that changes one container's image.
 image_update(before, after) := json.patch(
-	testing.review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", testing.running({
-		"containers": [{"name": "main", "image": after}, {"name": "side", "image": "registry.example.com/side:1"}]}, [])),
-	[{"op": "add", "path": "/request/oldObject", "value": testing.running({"containers": [
-		{"name": "main", "image": before}, {"name": "side", "image": "registry.example.com/side:1"}]}, [])}],
+	testing.review({"group": "", "version": "v1", "kind": "Pod"}, "UPDATE", "ml-training", testing.running(
+		{
+			"containers": [{"name": "main", "image": after}, {"name": "side", "image": "registry.example.com/side:1"}],
+		},
+		[],
+	)),
+	[{"op": "add", "path": "/request/oldObject", "value": testing.running(
+		{"containers": [
+			{"name": "main", "image": before}, {"name": "side", "image": "registry.example.com/side:1"},
+		]},
+		[],
+	)}],
 )
 
 test_an_update_that_changes_an_image_to_another_registry_is_denied if {
 	update := image_update("registry.example.com/app:1", "docker.io/attacker/app:1")
-	some violation in testing.denials("supply_chain_image_registry", update)
+	some violation in testing.denials(rule_name, update)
 	contains(violation, `container main of pod uses image "docker.io/attacker/app:1"`)
 }
 
 test_an_update_that_keeps_the_images_is_not_judged_again if {
-	count(testing.denials("supply_chain_image_registry", image_update("docker.io/old:1", "docker.io/old:1"))) == 0
+	count(testing.denials(rule_name, image_update("docker.io/old:1", "docker.io/old:1"))) == 0
 }
 
 allowing(entries, image) := result if {
 	config := json.patch(testing.config, [{"op": "replace", "path": "/images/allowedRegistries", "value": entries}])
+
+	# regal ignore:with-outside-test-context
 	result := rule.deny with input as running({}, image) with data.vgate.config as config
 }
 

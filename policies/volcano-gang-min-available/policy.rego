@@ -5,7 +5,6 @@
 #   minAvailable exceeds its replicas) waits forever: the gang can never be complete, and its
 #   pods hold quota in the queue while pending.
 # custom:
-#   id: volcano-gang-min-available
 #   severity: medium
 #   category: scheduling
 #   control: "(no GB/T 22239-2019 control point: availability; GB/T 22239-2008 7.1.3.7 resource control)"

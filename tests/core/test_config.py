@@ -10,7 +10,7 @@ from webhook.files.config_file import DEFAULT_CONFIG_PATH, load_config, parse_co
 
 def test_an_empty_mapping_gets_every_default_from_the_schema():
     config = parse_config("{}")
-    assert config.server == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny",
+    assert config.document["server"] == {"maxBodyBytes": 3145728, "maxJsonDepth": 100, "failureMode": "deny",
                              "maxContainersPerPod": 256, "maxTasksPerJob": 256, "bodyReadTimeoutSeconds": 10,
                              "headerReadTimeoutSeconds": 30, "maxConnectionsPerWorker": 1024, "clientCA": None,
                              "evaluationTimeoutSeconds": 2, "policyLoadTimeoutSeconds": 20}

@@ -37,7 +37,12 @@ def test_every_rule_folder_has_policy_tests_and_both_kinds_of_sample():
         assert (rule / "policy.rego").is_file() and (rule / "policy_test.rego").is_file(), rule
         names = [s.name for s in (rule / "samples").glob("*.yaml")]
         assert any(n.startswith("allowed") for n in names) and any(n.startswith("denied") for n in names), rule
-        assert f"id: {rule.name}" in (rule / "policy.rego").read_text(), "folder name is the rule id"
+        text = (rule / "policy.rego").read_text()
+        assert f"package vgate.rules.{rule.name.replace('-', '_')}\n" in text, "folder name is the rule id"
+        assert "id:" not in text, "the folder names the rule: no METADATA id to disagree with it"
+        test = (rule / "policy_test.rego").read_text()
+        written = re.findall(rf'"{rule.name.replace("-", "_")}"', test)
+        assert len(written) <= 1, f"{rule.name}: the tests name their rule once (rule := ...), not per test"
 
 
 def test_vgate_test_passes_on_the_shipped_policies():
@@ -137,7 +142,7 @@ def test_every_rule_declares_its_catalogue_metadata():
         assert metadata, f"{rule}: must open with a METADATA block"
         custom = metadata["custom"]
         assert metadata["title"] and metadata["description"], rule
-        assert custom["id"] == rule.parent.name
+        assert "id" not in custom, f"{rule}: the folder and package name the rule; no METADATA id to disagree"
         assert custom["severity"] in {"critical", "high", "medium", "low"}, rule
         assert custom["category"] and custom["remediation"], rule
         assert mlps.is_valid(custom["control"]), f"{rule}: {custom['control']} is no GB/T 22239-2019 control point"

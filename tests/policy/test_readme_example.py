@@ -20,7 +20,7 @@ RULE = "example-no-scratch-images"
 
 def readme_rule() -> str:
     [rule] = [block for block in re.findall(r"```rego\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-              if f"id: {RULE}" in block]
+              if f"package vgate.rules.{RULE.replace('-', '_')}" in block]
     return rule
 
 

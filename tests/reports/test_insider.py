@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from webhook.audit.log import GENESIS
+from webhook.core.config import Config
 from webhook.core.errors import NotReportable
 from webhook.files.config_file import load_config
 from webhook.reports.anchor import Anchor
@@ -66,7 +67,7 @@ def signed_history(tmp_path_factory) -> Path:
         (root / "audit" / f"decisions-replica-a-{n}-{hour:%Y%m%dT%H}.jsonl").write_bytes(records(hour, 5 + n, "a"))
     (root / "reports").mkdir()
     (root / "reports" / FIRST_HOUR).write_text(f"{STARTED:%Y-%m-%dT%H}\n")
-    scheduler = ReportScheduler(lambda: document, lambda: POLICIES)
+    scheduler = ReportScheduler(lambda: Config("test", document), lambda: POLICIES)
     assert len(scheduler.tick(FIRST_TICK)) == 3
     assert len(scheduler.tick(SECOND_TICK)) == 25
     build_report(REISSUED, root / "audit", root / "reports", POLICIES, root / "keys" / "r.key",
@@ -180,7 +181,7 @@ def test_the_writer_does_not_sign_again_an_hour_that_was_erased(history, tmp_pat
     """Delete the newest signed hour and its log: the writer's catch-up must not sign it again as an
     hour without traffic, and `vgate report --hour` says it is gone (exit 1)."""
     shutil.rmtree(hour_dir(history, LAST))
-    scheduler = ReportScheduler(lambda: settings(history), lambda: POLICIES)
+    scheduler = ReportScheduler(lambda: Config("test", settings(history)), lambda: POLICIES)
     assert scheduler.tick(SECOND_TICK + timedelta(minutes=5)) == []
     assert not (hour_dir(history, LAST) / "SHA256SUMS").exists()
     config = tmp_path / "vgate.yaml"
@@ -211,7 +212,7 @@ def test_a_volume_rolled_back_is_not_signed_over(signed_history, tmp_path):
     shutil.copytree(daily_directory(signed_history / "reports", STARTED.date()),
                     daily_directory(root / "reports", STARTED.date()))
     shutil.copytree(signed_history / "writer", root / "writer")  # the anchor lives elsewhere: not rolled back
-    assert ReportScheduler(lambda: document, lambda: POLICIES).tick(SECOND_TICK) == []
+    assert ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(SECOND_TICK) == []
     gone = [p for p in found(root) if "the anchor records the report of" in p and "it is gone" in p]
     assert len(gone) == 25  # 24 hours and a day
 

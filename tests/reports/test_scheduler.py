@@ -8,6 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from webhook.core.config import Config
 from webhook.files.config_file import load_config
 from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
@@ -50,7 +51,7 @@ def test_racing_replicas_write_each_hour_once_and_chain_every_hour(tmp_path):
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
     ran_since(document, now - timedelta(days=3))
     results: list[list[Path]] = []
-    replicas = [ReportScheduler(lambda: document, lambda: POLICIES) for _ in range(3)]
+    replicas = [ReportScheduler(lambda: Config("test", document), lambda: POLICIES) for _ in range(3)]
     threads = [threading.Thread(target=lambda s=s: results.append(s.tick(now))) for s in replicas]
     for thread in threads:
         thread.start()
@@ -63,7 +64,7 @@ def test_racing_replicas_write_each_hour_once_and_chain_every_hour(tmp_path):
     hours = sorted(links)
     assert links[hours[0]] is None  # the first one the window holds: the genesis
     assert all(links[later] == earlier for earlier, later in zip(hours, hours[1:], strict=False)), links
-    assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []  # nothing left to write
+    assert ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now) == []  # nothing left to write
 
 
 def test_a_writer_holding_the_lock_keeps_the_others_out(tmp_path):
@@ -72,8 +73,8 @@ def test_a_writer_holding_the_lock_keeps_the_others_out(tmp_path):
     ran_since(document, now - timedelta(hours=3))
     with writer_lock(tmp_path / "reports") as held:
         assert held
-        assert ReportScheduler(lambda: document, lambda: POLICIES).tick(now) == []
-    assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now)) == 3
+        assert ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now) == []
+    assert len(ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now)) == 3
 
 
 def test_planted_symlinks_and_a_dead_owners_lock_do_not_stop_the_writer(tmp_path):
@@ -90,19 +91,19 @@ def test_planted_symlinks_and_a_dead_owners_lock_do_not_stop_the_writer(tmp_path
         directory = hour_directory(reports, hour)
         directory.parent.mkdir(parents=True, exist_ok=True)
         (directory.parent / f".{directory.name}.lock").symlink_to(target)
-    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+    written = ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now)
     assert len(written) == 3 and not target.exists()
     assert (reports / ".writer.lock").is_file() and not (reports / ".writer.lock").is_symlink()
     (reports / ".writer.lock").write_text("dead-replica 1 2026-12-02T09:00:00+00:00\n")  # its owner died
-    assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now + timedelta(hours=1))) == 1
+    assert len(ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now + timedelta(hours=1))) == 1
 
 
 def test_reports_begin_with_the_first_hour_vgate_ran(tmp_path):
     """A first start signs no hour before it: the first report is the hour it started, the genesis."""
     document = settings(tmp_path)
     started = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
-    assert ReportScheduler(lambda: document, lambda: POLICIES).tick(started) == []
-    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(started + timedelta(hours=3))
+    assert ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(started) == []
+    written = ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(started + timedelta(hours=3))
     assert [p.relative_to(tmp_path / "reports").as_posix() for p in written] == ["2026/12/02/12", "2026/12/02/13",
                                                                              "2026/12/02/14"]
     first = json.loads((written[0] / "report.json").read_text())
@@ -182,7 +183,7 @@ def test_published_reports_are_readable_by_the_writer_and_its_group_only(tmp_pat
     document = settings(tmp_path)
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
     ran_since(document, now - timedelta(days=1))
-    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(now)
+    written = ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now)
     daily = [path for path in written if path.name == "daily"]
     assert daily and len(written) > 1
     for directory in written:
@@ -199,7 +200,8 @@ def test_daily_reports_sit_in_their_own_day(tmp_path):
 
     document = settings(tmp_path)
     ran_since(document, datetime(2026, 12, 2, 1, tzinfo=timezone.utc))
-    written = ReportScheduler(lambda: document, lambda: POLICIES).tick(datetime(2026, 12, 3, 0, 5, tzinfo=timezone.utc))
+    scheduler = ReportScheduler(lambda: Config("test", document), lambda: POLICIES)
+    written = scheduler.tick(datetime(2026, 12, 3, 0, 5, tzinfo=timezone.utc))
     daily = sorted(path for path in written if path.name == "daily")
     key = public_key_path(document["reports"]["key"])
     assert len(daily) >= 1 and not [f for f in verify_reports(tmp_path / "reports", key) if "sits in" in str(f)]
@@ -228,6 +230,6 @@ def test_an_api_server_out_of_reach_does_not_stop_the_writer(tmp_path, caplog, m
     document["reports"] = {**document["reports"], "policyReports": {"apply": True, "kubeconfig": str(kubeconfig)}}
     now = datetime(2026, 12, 2, 12, 5, tzinfo=timezone.utc)
     ran_since(document, now - timedelta(hours=2))
-    assert len(ReportScheduler(lambda: document, lambda: POLICIES).tick(now)) == 2
+    assert len(ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(now)) == 2
     assert "could not put the policy reports of" in caplog.text and "2026/12/02/11" in caplog.text
     assert list(scratch.iterdir()) == []  # no key material left in the temporary directory

@@ -138,7 +138,7 @@ def test_an_existing_claim_is_used_and_none_is_created():
 
 def test_mutual_tls_mounts_the_client_ca_and_names_it_in_the_config(tmp_path):
     rendered = check.by_name(render(VALUE_SETS["mtls"]))
-    assert check.config_of(rendered, tmp_path).server["clientCA"] == "/etc/vgate/client-ca/ca.crt"
+    assert check.config_of(rendered, tmp_path).server.client_ca == "/etc/vgate/client-ca/ca.crt"
     pod = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["client-ca"]["secret"]["secretName"] == "apiserver-client-ca"

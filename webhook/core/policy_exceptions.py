@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from .config import ExceptionSettings
 from .workloads import matches_globs
 
 
@@ -49,5 +49,5 @@ class ExceptionRules:
     max_lifetime_days: int = 90
 
     @classmethod
-    def of(cls, settings: dict[str, Any], now: datetime) -> ExceptionRules:
-        return cls(now, settings["allowClusterWide"], settings["maxLifetimeDays"])
+    def of(cls, settings: ExceptionSettings, now: datetime) -> ExceptionRules:
+        return cls(now, settings.allow_cluster_wide, settings.max_lifetime_days)

@@ -25,8 +25,8 @@ def oversize(workload: Workload, obj: dict[str, Any] | None, kind: str, config: 
         return None
     if workload is Workload.VOLCANO_JOB:
         tasks: list[Any] = spec["tasks"] if isinstance(spec.get("tasks"), list) else []
-        if len(tasks) > limits["maxTasksPerJob"]:
-            return (f"it has {len(tasks)} tasks; the gateway judges at most {limits['maxTasksPerJob']} "
+        if len(tasks) > limits.max_tasks_per_job:
+            return (f"it has {len(tasks)} tasks; the gateway judges at most {limits.max_tasks_per_job} "
                     "(server.maxTasksPerJob)")
         specs = [(task.get("template") or {}).get("spec") for task in tasks if isinstance(task, dict)]
     elif workload is Workload.POD_CONTROLLER:
@@ -36,7 +36,7 @@ def oversize(workload: Workload, obj: dict[str, Any] | None, kind: str, config: 
     for pod_spec in specs:
         if isinstance(pod_spec, dict):
             count = sum(len(pod_spec[field]) for field in _CONTAINER_LISTS if isinstance(pod_spec.get(field), list))
-            if count > limits["maxContainersPerPod"]:
+            if count > limits.max_containers_per_pod:
                 return (f"a pod spec of it has {count} containers; the gateway judges at most "
-                        f"{limits['maxContainersPerPod']} (server.maxContainersPerPod)")
+                        f"{limits.max_containers_per_pod} (server.maxContainersPerPod)")
     return None

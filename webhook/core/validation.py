@@ -48,7 +48,7 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
         return Validation(Decision())
     reason = (f"vgate judges no {request.resource or request.kind}/{request.sub_resource} writes: its validating "
               "webhook should not be sent them (the chart registers pods/ephemeralcontainers and pods/resize)")
-    if config.server["failureMode"] == "allow":
+    if config.server.failure_mode == "allow":
         return Validation(Decision(warnings=[reason]), error=reason)
     return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
                                f"{reason}", audit_annotations={"refused": "unknown-subresource"}), error=reason)
@@ -81,7 +81,7 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         answer = engine.evaluate(evaluated)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
-        return _failed(request, reason, engine.revision, config.server["failureMode"])
+        return _failed(request, reason, engine.revision, config.server.failure_mode)
     result = named_for_controller(answer.result, request) if controller else answer.result
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
                        labels=labels_of(obj), now=now)

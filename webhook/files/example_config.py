@@ -75,7 +75,15 @@ def chart_config_block(text: str | None = None) -> str:
 def rego_config(document: dict[str, Any]) -> str:
     """The Rego tests' config rule (between the markers), derived from the example ``document``."""
     tests = jsonpatch.apply_patch({key: document[key] for key in REGO_TEST_SECTIONS}, REGO_TEST_CHANGES)
-    return f"config := {json.dumps(tests, indent=chr(9), sort_keys=True)}\n"
+    return f"config := {_rego_literal(tests)}\n\n"  # the blank line before the end marker: opa fmt's
+
+
+def _rego_literal(value: Any) -> str:
+    """``value`` as `opa fmt` writes a multi-line literal: JSON, tab-indented, a comma after each last item."""
+    lines = json.dumps(value, indent="\t", sort_keys=True).splitlines()
+    closing = ("}", "]")
+    return "\n".join(line + "," if i + 1 < len(lines) and lines[i + 1].strip().startswith(closing)
+                     and not line.endswith(("{", "[", ",")) else line for i, line in enumerate(lines))
 
 
 def rego_module_with(module_text: str, config: str) -> str:

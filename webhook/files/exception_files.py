@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..core.config import ExceptionSettings
 from ..core.errors import SourceError
 from ..core.namespace_globs import matches_every_namespace
 from ..core.policy_exceptions import ExceptionRules, PolicyException
@@ -27,11 +28,11 @@ def _validator() -> jsonschema.Draft202012Validator:
         json.loads((resources.files("webhook.files") / "exception.schema.json").read_text()))
 
 
-def load_configured_exceptions(settings: dict[str, Any], now: datetime) -> tuple[list[PolicyException],
+def load_configured_exceptions(settings: ExceptionSettings, now: datetime) -> tuple[list[PolicyException],
                                                                                   list[SourceError]]:
     """The exceptions the config's ``exceptions`` section points at, under its rules: what the
     server enforces and `vgate eval` must apply alike."""
-    return load_exceptions(settings["dir"], ExceptionRules.of(settings, now))
+    return load_exceptions(settings.dir, ExceptionRules.of(settings, now))
 
 
 def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[PolicyException], list[SourceError]]:

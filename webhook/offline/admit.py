@@ -83,7 +83,7 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
 
 def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:
     """The review through the webhook's own codec, as the server would receive it."""
-    return decode_review(orjson.dumps(review), config.server["maxJsonDepth"])
+    return decode_review(orjson.dumps(review), config.server.max_json_depth)
 
 
 def _judge(review: dict[str, Any], config: Config, engine: PolicyEngine,

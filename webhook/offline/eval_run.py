@@ -58,7 +58,7 @@ def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[s
         with_volcano=request.volcano_modelled(),
         resource_groups=read_admission_config(request.volcano_config) if request.volcano_config else [],
         volcano_admissions=request.admissions())
-    exceptions, rejected = load_configured_exceptions(config.document["exceptions"], now)
+    exceptions, rejected = load_configured_exceptions(config.exceptions, now)
     warnings = [f"policy exception rejected (the server rejects it too): {error}" for error in rejected]
     verdicts = evaluate(load_manifests(list(request.files)), config, engine, exceptions,
                         operation=request.operation, namespace=request.namespace, user=request.user, cluster=cluster)

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ..audit.log import append_whole
 from ..audit.verify import Finding
 from ..core import hours
+from ..core.config import ReportSettings
 from ..core.errors import NotReportable
 from .durable import fsync_path
 from .keys import sign, signature_valid
@@ -167,7 +168,6 @@ def _hash(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
 
-def anchor_of(document: dict[str, Any]) -> Anchor | None:
+def anchor_of(settings: ReportSettings) -> Anchor | None:
     """The anchor the config names (``reports.anchorFile``), or None when it names none."""
-    path = document["reports"].get("anchorFile")
-    return Anchor(path) if path else None
+    return Anchor(settings.anchor_file) if settings.anchor_file else None

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..audit.log import SEGMENT
 from ..core import hours
+from ..core.config import Config, PolicyReportSettings
 from ..core.errors import NotReportable
 from .anchor import Anchor, anchor_of
 from .build import build_report
@@ -44,22 +45,22 @@ WRITER_LOCK = ".writer.lock"
 FIRST_HOUR = ".first-hour"  # the hour the first writer found no history: reports start there
 
 
-def write_hour(document: dict[str, Any], policy_dir: str | Path, hour: datetime, now: datetime,
+def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: datetime,
                reissue_reason: str | None = None) -> Path:
     """`vgate report --hour`: one hour's report under the writers' lock; NotReportable if refused."""
-    reports_dir = Path(document["reports"]["dir"])
+    settings = config.reports
+    reports_dir = Path(settings.dir)
     with writer_lock(reports_dir) as held:
         if not held:
             raise NotReportable(f"another writer holds {reports_dir}/{WRITER_LOCK}: one writer signs at a time; "
                                 "try again when it is done", usage=False)
-        return build_report(hour, document["audit"]["dir"], reports_dir, policy_dir, document["reports"]["key"],
-                            now=now, reissue_reason=reissue_reason, language=document["reports"]["language"],
-                            anchor=anchor_of(document))
+        return build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
+                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor_of(settings))
 
 
 class ReportScheduler:
-    def __init__(self, settings: Callable[[], dict[str, Any]], policy_dir: Callable[[], Path]) -> None:
-        self._settings = settings      # the config document in force (it may be reloaded)
+    def __init__(self, config: Callable[[], Config], policy_dir: Callable[[], Path]) -> None:
+        self._config = config      # the config in force (it may be reloaded)
         self._policy_dir = policy_dir
         self.refused: list[str] = []  # what the last tick would not sign, and why (the CLI exits 1 on it)
 
@@ -67,13 +68,13 @@ class ReportScheduler:
         """Write every missing report of the last day, in order, if this process holds the lock; prune."""
         now = now or datetime.now(timezone.utc)
         self.refused = []
-        document = self._settings()
-        reports_dir, audit_dir = Path(document["reports"]["dir"]), Path(document["audit"]["dir"])
-        key = Path(document["reports"]["key"])
+        config = self._config()
+        settings = config.reports
+        reports_dir, audit_dir, key = Path(settings.dir), Path(config.audit.dir), Path(settings.key)
         with writer_lock(reports_dir) as held:
             if not held:
                 return []  # another writer is at it; its reports chain, ours would race
-            anchor = anchor_of(document)
+            anchor = anchor_of(settings)
             last_closed = last_closed_hour(now)
             window = hours_between(last_closed - timedelta(hours=LOOKBACK_HOURS - 1), last_closed)
             missing = [hour for hour in window if not (hour_directory(reports_dir, hour) / SUMS).exists()]
@@ -86,17 +87,17 @@ class ReportScheduler:
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 try:
                     written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
-                                                language=document["reports"]["language"], anchor=anchor))
+                                                language=settings.language, anchor=anchor))
                 except NotReportable as refusal:
                     log.error("not reporting %s: %s", hours.label(hour), refusal)
                     self.refused.append(str(refusal))
                     continue
                 log.info("wrote the compliance report of %s", hours.label(hour))
             hourly = [path for path in written if (path / "policyreports.yaml").is_file()]
-            if hourly and document["reports"]["policyReports"]["apply"]:
-                _apply_to_cluster(document["reports"]["policyReports"], max(hourly))
+            if hourly and settings.policy_reports.apply:
+                _apply_to_cluster(settings.policy_reports, max(hourly))
             written += self._days(reports_dir, key, now, anchor)
-            prune(audit_dir, reports_dir, document["reports"]["retentionDays"], key, now, anchor)
+            prune(audit_dir, reports_dir, settings.retention_days, key, now, anchor)
         return written
 
     def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None) -> list[Path]:
@@ -132,12 +133,12 @@ class ReportScheduler:
         return thread
 
 
-def _apply_to_cluster(settings: dict[str, Any], hour_dir: Path) -> None:
+def _apply_to_cluster(settings: PolicyReportSettings, hour_dir: Path) -> None:
     """The newest hour's policy reports into the cluster; a failure is logged, the signed files stand."""
     from .cluster_reports import ApiServer, apply_policy_reports
 
     try:
-        api = ApiServer.from_kubeconfig(settings["kubeconfig"]) if settings["kubeconfig"] else ApiServer.in_cluster()
+        api = ApiServer.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else ApiServer.in_cluster()
         with api:
             for line in apply_policy_reports(api, hour_dir):
                 log.info("%s", line)

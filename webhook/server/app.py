@@ -50,7 +50,7 @@ def create_app(live: LiveGateway, metrics: Metrics, *, probes: bool = True) -> F
     def admission(endpoint: str) -> Response:
         started = time.perf_counter()
         gateway = live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
-        limit = gateway.config.server["maxBodyBytes"]
+        limit = gateway.config.server.max_body_bytes
         request.max_content_length = limit
         timeout = request.environ.get(BODY_TIMEOUT_KEY)
         if timeout is not None:  # the event loop gave up waiting for the body (asgi.py)

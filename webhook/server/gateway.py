@@ -42,7 +42,7 @@ class Gateway:
 
     def sources(self) -> list[Path]:
         """What this gateway was built from: a change to any of them calls for a reload."""
-        return [Path(self.config.source), self.policy_dir, Path(self.config.document["exceptions"]["dir"])]
+        return [Path(self.config.source), self.policy_dir, Path(self.config.exceptions.dir)]
 
     @property
     def revision(self) -> str:
@@ -67,7 +67,7 @@ class Gateway:
 
     def _unrecorded(self, decision: Decision) -> Decision:
         """The answer to a decision the log could not take: refused under audit.failureMode deny."""
-        if self.config.document["audit"]["failureMode"] != "deny":
+        if self.config.audit.failure_mode != "deny":
             return decision
         return Decision(allowed=False, code=500, audit_annotations={"audit-error": "decision log unavailable"},
                         message="vgate could not record this decision in its decision log, and nothing is admitted "
@@ -106,7 +106,7 @@ class Gateway:
 
     def _decode(self, endpoint: str, body: bytes, started: float) -> AdmissionRequest:
         try:
-            return decode_review(body, self.config.server["maxJsonDepth"])
+            return decode_review(body, self.config.server.max_json_depth)
         except RequestError as error:
             self.refuse(endpoint, error, started)
             raise
@@ -126,7 +126,7 @@ class Gateway:
             "policyRevision": self.revision, "latencyMs": round(elapsed * 1000, 3),
             **{k: v for k, v in details.items() if v},
         })
-        refused = not recorded and self.config.document["audit"]["failureMode"] == "deny"
+        refused = not recorded and self.config.audit.failure_mode == "deny"
         answered = "error" if refused else outcome  # count what the client got: an unrecorded refusal is an error
         self.metrics.requests.labels(endpoint, kind, request.operation, answered, dry_run).inc()
         return recorded
@@ -148,7 +148,7 @@ class Gateway:
     def audit_unready(self) -> str | None:
         """Why this replica should take no traffic: its decision log failed too often in a row and
         still takes no write. None when ready (recovering by itself once the volume is back)."""
-        limit = self.config.document["audit"]["unreadyAfterFailures"]
+        limit = self.config.audit.unready_after_failures
         if self.decisions is None or self.decisions.failures_in_a_row < limit:
             return None
         if self.decisions.probe():

@@ -73,7 +73,7 @@ def serve(options: ServeOptions) -> None:
             raise StartError(f"--metrics-bind {options.metrics_bind}: cannot listen there: "
                              f"{error.strerror or error}") from None
         log.info("probes and metrics on http://%s", options.metrics_bind)
-    limits = Limits(server_config["headerReadTimeoutSeconds"], server_config["maxConnectionsPerWorker"],
-                    server_config["clientCA"])
+    limits = Limits(server_config.header_read_timeout_seconds, server_config.max_connections_per_worker,
+                    server_config.client_ca)
     serve_granian(runtime, settings, options.bind, options.workers, paths, limits, options.access_log,
                   options.log_format)

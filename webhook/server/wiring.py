@@ -62,15 +62,15 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
     config = load_config(settings.config_path)
     policy_set = load_policy_set(settings.policy_dir)
     server = config.server
-    isolated = IsolatedEngine(policy_set, config.document, timeout=server["evaluationTimeoutSeconds"],
-                              load_budget=server["policyLoadTimeoutSeconds"])
+    isolated = IsolatedEngine(policy_set, config.document, timeout=server.evaluation_timeout_seconds,
+                              load_budget=server.policy_load_timeout_seconds)
     engine: PolicyEngine = isolated
     if settings.opa_url:
         isolated.close()
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
-    mirror = sys.stdout.fileno() if config.document["audit"]["mirrorToStdout"] else None
-    decisions = DecisionLog(config.document["audit"]["dir"], mirror_fd=mirror) if audit else None
-    exceptions, rejected = load_configured_exceptions(config.document["exceptions"], datetime.now(timezone.utc))
+    mirror = sys.stdout.fileno() if config.audit.mirror_to_stdout else None
+    decisions = DecisionLog(config.audit.dir, mirror_fd=mirror) if audit else None
+    exceptions, rejected = load_configured_exceptions(config.exceptions, datetime.now(timezone.utc))
     for error in rejected:
         log.error("policy exception rejected: %s", error)
         metrics.errors.labels("load", "exception_file").inc()
@@ -92,7 +92,7 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
         write_status(live)
         every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
     if settings.hourly_reports:
-        ReportScheduler(lambda: live.current.config.document, lambda: live.current.policy_dir).run_forever()
+        ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
     return create_app(live, metrics, probes=not probe_port), live
 
@@ -110,5 +110,5 @@ def asgi_app_from_environment() -> WsgiBehindLoop:
     settings = Settings(**runtime.settings())
     app, live = build_worker(settings)
     server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
-    return WsgiBehindLoop(app, lambda: server()["maxBodyBytes"], lambda: server()["bodyReadTimeoutSeconds"],
+    return WsgiBehindLoop(app, lambda: server().max_body_bytes, lambda: server().body_read_timeout_seconds,
                           settings.app_threads)
