@@ -1,4 +1,10 @@
-"""Fixtures shared by every test: the shipped config and engine, real servers over HTTPS."""
+"""Fixtures shared by every test: the shipped config and engine, real servers over HTTPS.
+
+Tests are placed by what they start: tests/unit start nothing (in process, or the `vgate` CLI),
+tests/server start `vgate serve` over HTTPS, tests/e2e a control plane. Collection refuses a test
+that starts a server outside tests/server and tests/e2e, and the session fails if any test leaves
+a file in the source tree.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,34 @@ from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.sources import load_policy_set
 
 from helpers import POLICIES, Server
+
+SERVER_FIXTURES = {"server", "start_server"}
+STARTS_SERVERS = ("tests/server/", "tests/e2e/")
+SOURCE_TREE = ["webhook", "policies", "charts", "deploy", "tests", "e2e", "bench", "docs", "README.md"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    misplaced = [item.nodeid for item in items if SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+                 and not item.nodeid.startswith(STARTS_SERVERS)]
+    if misplaced:
+        raise pytest.UsageError("tests that start vgate serve belong in tests/server: " + ", ".join(misplaced))
+
+
+def source_tree_state() -> dict[str, float]:
+    """Each changed or untracked file of the source tree (git's view) and its modification time."""
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_TREE],
+                            cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    paths = [root / line[3:].split(" -> ")[-1] for line in listed]
+    return {str(path): path.stat().st_mtime if path.exists() else -1.0 for path in paths}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def source_tree_untouched() -> Iterator[None]:
+    """No test writes into the source tree: everything goes under tmp_path."""
+    before = source_tree_state()
+    yield
+    assert source_tree_state() == before, "a test wrote into the source tree"
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +93,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "--lazy", str(mount)], check=True)  # a log may still hold its segment
+
+
+@pytest.fixture(scope="session")
+def opa_binary() -> Path:
+    """Real OPA, built (and cached) from its Go module with the e2e control plane."""
+    from e2e import build
+
+    return build.build() / "opa"

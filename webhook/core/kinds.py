@@ -5,7 +5,7 @@ what vgate does with it (``workload``: how rules see it; ``mutated``: whether ``
 it, False unless said), where its pod specs are (``pod_specs``) and which fields an UPDATE may
 still change that rules judge (``update_mutable``, from Kubernetes' and Volcano's update
 validation). Pod subresources whose writes rules judge are listed apart. The chart's webhook rules
-and the README's write-path table are held to this table by tests (tests/core/test_kinds.py), so a
+and the README's write-path table are held to this table by tests (tests/unit/core/test_kinds.py), so a
 kind added here and not registered there fails a test instead of going unjudged.
 """
 

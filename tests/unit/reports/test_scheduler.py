@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -133,22 +132,6 @@ def test_pruning_keeps_segments_without_a_verified_report(tmp_path):
     assert f"decisions-r-1-{old_hours[1]:%Y%m%dT%H}.jsonl" in remaining  # its report no longer verifies
     assert f"decisions-r-1-{old_hours[2]:%Y%m%dT%H}.jsonl" in remaining  # it has no report
     assert recent.name in remaining
-
-
-def test_a_running_server_reports_the_previous_hour(start_server, tmp_path):
-    (tmp_path / "s0" / "reports").mkdir(parents=True)  # vgate first ran two hours ago
-    started = datetime.now(timezone.utc) - timedelta(hours=2)
-    (tmp_path / "s0" / "reports" / FIRST_HOUR).write_text(f"{started:%Y-%m-%dT%H}")
-    server = start_server(workers=1, hourly_reports=True)
-    previous = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
-    if datetime.now(timezone.utc).minute == 0:
-        previous -= timedelta(hours=1)  # inside the grace minute the hour before is the last closed one
-    target = hour_directory(server.workdir / "reports", previous) / "SHA256SUMS.sig"
-    deadline = time.monotonic() + 120  # it backfills the day oldest first, so the chain links
-    while not target.exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert target.exists(), server.output()
-    assert "wrote the compliance report of" in server.output()
 
 
 def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):

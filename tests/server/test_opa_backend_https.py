@@ -1,10 +1,4 @@
-"""The remote OPA backend (`vgate serve --opa-url`), against a real OPA and against tests/fake_opa.py.
-
-The real one (`opa run --server` on the shipped policies, OPA built from its Go module with the
-e2e control plane) judges every sample as the in-process regorus engine does, and `opa test` passes
-every Rego test. The fake injects what a real OPA will not do on demand: being down, slow, answering
-500, garbage or a result that breaks the decision contract.
-"""
+"""The remote OPA backend: the tests that start vgate over HTTPS (the rest: tests/unit/policy/test_opa_backend.py)."""
 
 from __future__ import annotations
 
@@ -16,14 +10,12 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
+from policy.test_opa_backend import SAMPLES
 
-from e2e import build
 from webhook.offline.admit import admit
 
 from fake_opa import FakeOpa
-from helpers import POLICIES, VGATE, free_port, pod, review
-
-SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
+from helpers import POLICIES, free_port, pod, review
 
 
 @pytest.fixture
@@ -32,15 +24,6 @@ def opa():
     yield fake
     fake.stop()
 
-
-@pytest.fixture
-def opa_server(opa, start_server):
-    return start_server(workers=1, extra_args=("--opa-url", opa.url, "--opa-timeout", "0.5"))
-
-
-@pytest.fixture(scope="session")
-def opa_binary() -> Path:
-    return build.build() / "opa"  # built (and cached) with the e2e control plane
 
 
 @pytest.fixture
@@ -65,14 +48,9 @@ def real_opa(opa_binary: Path, tmp_path: Path) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-def test_opa_test_passes_every_rego_test_regorus_passes(opa_binary: Path) -> None:
-    """The same tests, under OPA's exact arithmetic and regorus's floats: none may rely on either."""
-    opa = subprocess.run([str(opa_binary), "test", str(POLICIES), "--ignore", "*.yaml"], capture_output=True,
-                         text=True, timeout=300)
-    ours = subprocess.run([*VGATE, "test", str(POLICIES)], capture_output=True, text=True, timeout=300)
-    assert opa.returncode == 0 and ours.returncode == 0, opa.stdout + ours.stdout
-    count = ours.stdout.split("tests: ")[1].split("/")[0]
-    assert f"PASS: {count}/{count}" in opa.stdout, opa.stdout
+@pytest.fixture
+def opa_server(opa, start_server):
+    return start_server(workers=1, extra_args=("--opa-url", opa.url, "--opa-timeout", "0.5"))
 
 
 def test_samples_are_judged_by_a_real_opa_as_in_process(real_opa, start_server, config, engine):

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import subprocess
-from pathlib import Path
 
-import jsonpatch
-import pytest
 import yaml
 
-from webhook.offline.admit import admit
-from webhook.offline.chain.model import Cluster
-from webhook.offline.policy_tests import also_denied_by
 from webhook.policy.sources import policy_metadata
 from webhook.reports import mlps
 
@@ -69,48 +62,6 @@ def test_vgate_test_fails_on_a_broken_rule_and_says_where(tmp_path):
     assert (f"FAIL data.vgate.rules_test.placement_single_zone.test_denies_sensitive_pod_without_zone "
             f"({policies}/placement-single-zone/policy_test.rego:") in result.stdout
     assert "FAIL sample" in result.stdout and "denied-pod-two-zones.yaml" in result.stdout
-
-
-@pytest.fixture(scope="module")
-def eval_verdicts() -> dict[str, list[dict]]:
-    """`vgate eval -o json` over every sample at once, grouped by file."""
-    args = [arg for sample in SAMPLES for arg in ("-f", str(sample))]
-    result = subprocess.run([*VGATE, "eval", "--policies", str(POLICIES), "-o", "json", *args],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1, result.stderr  # some samples are denied
-    verdicts: dict[str, list[dict]] = {}
-    for verdict in json.loads(result.stdout):
-        verdicts.setdefault(verdict["source"].rsplit("#", 1)[0], []).append(verdict)
-    return verdicts
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
-def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config, engine, eval_verdicts,
-                                                                  sample: Path):
-    """As the API server delivers them (defaults, built-in plugins) to a real server over HTTPS."""
-    from_eval = eval_verdicts[str(sample)]
-    cluster = Cluster.build(config.document)
-    for index, manifest in enumerate(filter(None, yaml.safe_load_all(sample.read_text()))):
-        offline = admit(manifest, config, engine, cluster=cluster)
-        assert offline.delivery is not None and offline.delivery.steps, "the model changed nothing"
-        assert from_eval[index]["allowed"] is offline.validation.decision.allowed
-        assert from_eval[index]["patch"] == offline.mutation.patch
-        denied = [v["rule"] for v in from_eval[index]["violations"] if v["action"] == "deny"]
-        assert denied == [o.rule for o in offline.validation.rules("deny")]
-        sent = review(offline.delivery.delivered)
-        mutated = server.post("/mutate", sent).json()["response"]
-        patch = json.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
-        assert patch == offline.mutation.patch
-        sent["request"]["object"] = jsonpatch.apply_patch(sent["request"]["object"], patch)
-        assert sent["request"]["object"] == offline.mutated
-        verdict = server.post("/validate", sent).json()["response"]
-        assert verdict["allowed"] is offline.validation.decision.allowed
-        expected = ",".join(sorted({sample.parent.parent.name, *also_denied_by(sample)}))
-        if sample.name.startswith("denied"):
-            assert verdict["auditAnnotations"]["denied-rules"] == expected
-            assert verdict["status"]["message"] == offline.validation.decision.message
-        else:
-            assert verdict["allowed"] is True and "denied-rules" not in verdict["auditAnnotations"]
 
 
 def test_generated_entry_agrees_with_main_rego_that_opa_serves(config):
