@@ -22,7 +22,7 @@ from e2e.waiting import eventually
 
 from test_admission import TRAINING, pod, unique
 
-README = build.ROOT / "README.md"
+README = build.ROOT / "docs" / "operators.md"
 POLICIES = cluster.VGATE_DIR / "policies"
 
 

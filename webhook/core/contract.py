@@ -3,7 +3,7 @@
 Every rule package ``vgate.rules.<name>`` yields ``deny`` and ``warn`` sets of objects
 ``{"rule": <id>, "msg": <text>}`` (and ``"level"`` for a Pod Security Standards check);
 ``policies/lib/main.rego`` gathers them into ``data.vgate.main.result = {"deny": [...], "warn":
-[...]}`` (README, "Writing policies").
+[...]}`` (docs/policy-authors.md, "Writing policies").
 An engine is one small interface (as httpx's transports are): it takes the decoded request, its
 raw bytes for engines that parse JSON themselves (regorus) and the parsed document for those
 that send objects (OPA), and answers with the result and which engine answered. The core calls

@@ -5,7 +5,7 @@ what vgate does with it (``workload``: how rules see it; ``mutated``: whether ``
 it, False unless said), where its pod specs are (``pod_specs``) and which fields an UPDATE may
 still change that rules judge (``update_mutable``, from Kubernetes' and Volcano's update
 validation). Pod subresources whose writes rules judge are listed apart. The chart's webhook rules
-and the README's write-path table are held to this table by tests (tests/unit/core/test_kinds.py), so a
+and the write-path table of docs/operators.md are held to this table by tests (tests/unit/core/test_kinds.py), so a
 kind added here and not registered there fails a test instead of going unjudged.
 """
 
@@ -34,7 +34,7 @@ class AdmissionKind:
     mutated: bool = False       # /mutate patches it (on CREATE); the default: it is only judged
     pod_specs: str = "none"     # "self" (the object is a pod), "tasks" (one template per task),
     #                             "template" (spec.template), "jobTemplate" (spec.jobTemplate.spec.template)
-    update_mutable: tuple[str, ...] = ()  # what an UPDATE may change that rules judge (README's write paths)
+    update_mutable: tuple[str, ...] = ()  # what an UPDATE may change that rules judge (docs/operators.md, write paths)
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -2,7 +2,7 @@
 
 Thread-per-request servers hand a connection to a thread as soon as its headers arrive, so a
 client that drips its body one byte a second holds a thread; a few such clients hold them all
-(measured in the README's "Serving"). Here the event loop of granian's ASGI worker reads every
+(measured in docs/operators.md, "Serving"). Here the event loop of granian's ASGI worker reads every
 body, for thousands of connections at once; only a complete body (or a refusal) reaches the
 unchanged Flask app, run on a few app threads per worker (``--threads``): one decodes and records
 while another waits for its evaluation or its fsync.

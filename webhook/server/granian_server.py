@@ -1,6 +1,6 @@
 """Serving with granian: TLS and HTTP/1.1 in Rust, bodies read on an event loop, one engine per worker process.
 
-Chosen by measurement over gunicorn (README, "Serving"): gunicorn's gthread workers give a
+Chosen by measurement over gunicorn (docs/operators.md, "Serving"): gunicorn's gthread workers give a
 connection a thread once its headers arrive, so as many clients dripping a body as there are
 threads stop a replica; granian's workers hold thousands of slow connections on an event loop and
 the app (``asgi.WsgiBehindLoop``) sees only complete bodies. TLS handshakes and headers are read

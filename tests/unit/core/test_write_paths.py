@@ -26,7 +26,8 @@ GUARANTEED = {"limits": {"cpu": "1", "memory": "4Gi"}, "requests": {"cpu": "1", 
 
 
 def table() -> list[tuple[str, str, str]]:
-    section = (ROOT / "README.md").read_text().split("<!-- write-paths -->")[1].split("<!-- /write-paths -->")[0]
+    operators = (ROOT / "docs" / "operators.md").read_text()
+    section = operators.split("<!-- write-paths -->")[1].split("<!-- /write-paths -->")[0]
     rows = [line.strip().strip("|").split(" | ") for line in section.strip().splitlines()[2:]]
     return [(kind.strip(), field.strip(), rule.strip()) for kind, field, rule in rows]
 
@@ -139,4 +140,4 @@ def test_each_write_path_is_judged_by_the_rule_the_table_names(kind, field, rule
 def test_the_table_has_a_row_for_every_case():
     fields = {field.split(" (")[0] for _, field, _ in table()} | {f"{k} {f.split(' (')[0]}" for k, f, _ in table()}
     assert set(CASES) <= fields, set(CASES) - fields
-    assert re.search(r"\| Pod \(`pods/resize`\) \|", (ROOT / "README.md").read_text())
+    assert re.search(r"\| Pod \(`pods/resize`\) \|", (ROOT / "docs" / "operators.md").read_text())

@@ -15,7 +15,7 @@ from helpers import POLICIES, VGATE, copy_policies, review
 
 SAMPLES = sorted(POLICIES.glob("*/samples/*.yaml"))
 CATALOGUE = set(re.findall(r"^\| `([a-z-]+)` \| (?:critical|high|medium|low) \|",
-                           (POLICIES.parent / "README.md").read_text(), re.MULTILINE))
+                           (POLICIES.parent / "docs" / "policy-authors.md").read_text(), re.MULTILINE))
 
 
 def vgate_test(*args: str) -> subprocess.CompletedProcess:

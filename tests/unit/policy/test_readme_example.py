@@ -19,7 +19,8 @@ RULE = "example-no-scratch-images"
 
 
 def readme_rule() -> str:
-    [rule] = [block for block in re.findall(r"```rego\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    guide = (ROOT / "docs" / "policy-authors.md").read_text()
+    [rule] = [block for block in re.findall(r"```rego\n(.*?)```", guide, re.S)
               if f"package vgate.rules.{RULE.replace('-', '_')}" in block]
     return rule
 
