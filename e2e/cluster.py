@@ -360,11 +360,15 @@ def _start_vgate() -> None:
                     "--ca-dir", str(workdir / "certs.ca")], check=True, capture_output=True, cwd=ROOT)
     bundle = base64.b64encode((workdir / "certs" / "ca.crt").read_bytes()).decode()
     vgate = charts.vgate_objects({"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}})
-    (workdir / "vgate.yaml").write_text(charts.local_config(vgate.config, workdir))
+    # vgate watches the cluster as its pod would: as the chart's ServiceAccount, with the chart's RBAC
+    # (applied first, with the rest of the chart's cluster objects, before vgate starts and lists).
+    watcher = identity_kubeconfig("vgate-cluster-state", *service_account_user(charts.VGATE_NAMESPACE, "vgate"))
+    config = {**vgate.config, "cluster": {**vgate.config.get("cluster", {}), "kubeconfig": str(watcher)}}
+    (workdir / "vgate.yaml").write_text(charts.local_config(config, workdir))
     charts.project(vgate.policies, workdir / "policies")
     (workdir / "exceptions").mkdir(exist_ok=True)
-    vgate_component().start()
     apply(vgate.cluster_setup)
+    vgate_component().start()
     apply(vgate.webhook_configurations)
 
 

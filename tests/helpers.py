@@ -95,8 +95,9 @@ class Server:
     def __init__(self, workdir: Path, config_text: str | None = None, policies: Path = POLICIES,
                  workers: int = 2, make_certs: bool = True, extra_args: tuple[str, ...] = (),
                  audit_dir: Path | None = None, hourly_reports: bool = False,
-                 client_cert: tuple[str, str] | None = None) -> None:
+                 client_cert: tuple[str, str] | None = None, ready_path: str = "/readyz") -> None:
         self.workdir = workdir
+        self.ready_path = ready_path  # /healthz for a server that is meant not to be ready
         self.port = free_port()
         self.url = f"https://localhost:{self.port}"
         self.ca = workdir / "certs" / "ca.crt"
@@ -165,7 +166,7 @@ class Server:
         if self.probes_url:
             return (requests.get(self.probes_url + "/readyz", timeout=2).status_code == 200
                     and self.session.get(self.url + "/healthz", timeout=2).status_code == 200)
-        return self.session.get(self.url + "/readyz", timeout=2).status_code == 200
+        return self.session.get(self.url + self.ready_path, timeout=2).status_code == 200
 
     def output(self) -> str:
         self.log.flush()

@@ -19,8 +19,9 @@ import yaml
 from e2e import charts, cluster
 from e2e.kube import Kube, decisions_for
 from e2e.waiting import eventually
+from webhook.cluster.api import ApiServer
 from webhook.reports.build import build_report
-from webhook.reports.cluster_reports import ApiServer, apply_policy_reports
+from webhook.reports.cluster_reports import apply_policy_reports
 from webhook.reports.keys import ensure_key
 
 from helpers import CORPUS, POLICIES, ROOT, trusted

@@ -74,6 +74,15 @@ class ReportSettings:
 
 
 @dataclass(frozen=True)
+class ClusterSettings:
+    """``cluster``: whether vgate watches the cluster, and how it reaches the API server."""
+
+    watch: bool
+    kubeconfig: str | None
+    watch_seconds: int
+
+
+@dataclass(frozen=True)
 class ExceptionSettings:
     """``exceptions``: where policy exceptions are read from, and what they may be."""
 
@@ -114,6 +123,10 @@ class Config:
         section = self.document["reports"]
         return _typed(ReportSettings, {**section, "policyReports": _typed(PolicyReportSettings,
                                                                             section["policyReports"])})
+
+    @cached_property
+    def cluster(self) -> ClusterSettings:
+        return _typed(ClusterSettings, self.document["cluster"])
 
     @cached_property
     def exceptions(self) -> ExceptionSettings:

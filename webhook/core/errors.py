@@ -5,6 +5,7 @@
     │   ├── ConfigError      the gateway config (YAML / JSON Schema)
     │   └── PolicyError      a Rego file that does not parse or compile
     ├── StartError           `vgate serve` cannot start (a port it cannot listen on)
+    ├── WatchExpired         a watch's resourceVersion is gone (410): the informer lists again
     ├── RequestError         an HTTP request we refuse: carries the status (400, 413)
     ├── AuditError           a decision could not be made durable (answered per audit.failureMode)
     ├── EvaluationError      policy evaluation failed at request time (answered per failureMode)
@@ -51,6 +52,10 @@ class PolicyError(SourceError):
 
 class StartError(VgateError):
     """`vgate serve` cannot start for a reason other than a file: a port it cannot listen on."""
+
+
+class WatchExpired(VgateError):
+    """The API server compacted the history past a watch's resourceVersion: list again."""
 
 
 class RequestError(VgateError):

@@ -67,15 +67,18 @@ class Mutation:
         return [op["path"] for op in self.patch]
 
 
-def mutate(request: AdmissionRequest, config: Config) -> Mutation:
-    """The mutation for one admission request; an empty Mutation when nothing applies."""
+def mutate(request: AdmissionRequest, config: Config, namespace_queue: str | None = None) -> Mutation:
+    """The mutation for one admission request; an empty Mutation when nothing applies.
+
+    ``namespace_queue``: the queue the request's namespace is annotated with, from the cluster state.
+    """
     workload = classify(request)
     if (workload not in MUTATED or request.operation != "CREATE" or request.object is None
             or is_exempt(request.namespace, config) or oversize(workload, request.object, request.kind, config)):
         return Mutation()  # an oversized object is left to /validate, which denies it with the reason
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy
-    result = _MUTATORS[workload](mutated, request.namespace, config)
+    result = _MUTATORS[workload](mutated, request.namespace, config, namespace_queue)
     fields = managed_fields(workload, mutated)
     if INJECTED_ANNOTATION in annotations_of(original):
         # A later pass adds only what is missing, so it never undoes another webhook; a queue that
@@ -197,9 +200,10 @@ def _pointer(path: FieldPath) -> str:
     return "".join("/" + escape(str(key)) for key in path)
 
 
-def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config) -> Mutation:
+def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config,
+               namespace_queue: str | None) -> Mutation:
     annotations = annotations_of(pod)
-    queue = resolve_queue(config, namespace, labels_of(pod), annotations.get(QUEUE_ANNOTATION))
+    queue = resolve_queue(config, namespace, labels_of(pod), annotations.get(QUEUE_ANNOTATION), namespace_queue)
     if annotations.get(QUEUE_ANNOTATION) != queue:
         set_annotation(pod, QUEUE_ANNOTATION, queue)
     spec = pod.setdefault("spec", {})
@@ -211,9 +215,10 @@ def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config) -> Mutation
     return Mutation(queue=queue, qos_classes=[qos_class], warnings=warnings)
 
 
-def _mutate_job(job: dict[str, Any], namespace: str, config: Config) -> Mutation:
+def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
+               namespace_queue: str | None) -> Mutation:
     spec = job.setdefault("spec", {})
-    queue = resolve_queue(config, namespace, labels_of(job), spec.get("queue"))
+    queue = resolve_queue(config, namespace, labels_of(job), spec.get("queue"), namespace_queue)
     spec["queue"] = queue
     if matches_globs(namespace, config.volcano["namespaces"]) and not spec.get("schedulerName"):
         spec["schedulerName"] = config.volcano["schedulerName"]
@@ -225,9 +230,10 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config) -> Mutation
     return Mutation(queue=queue, qos_classes=classes, warnings=warnings)
 
 
-def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config) -> Mutation:
+def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
+                     namespace_queue: str | None) -> Mutation:
     spec = group.setdefault("spec", {})
-    queue = resolve_queue(config, namespace, labels_of(group), spec.get("queue"))
+    queue = resolve_queue(config, namespace, labels_of(group), spec.get("queue"), namespace_queue)
     spec["queue"] = queue
     _inject_priority(spec, queue, config, with_value=False)
     return Mutation(queue=queue)

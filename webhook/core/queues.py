@@ -1,7 +1,9 @@
 """Which Volcano queue a workload belongs to.
 
 Order, first match wins: the queue the user named (kept; /validate judges whether the namespace
-may use it), the namespace's queue, the first label selector that matches, the default queue.
+may use it), the queue the namespace's ``scheduling.volcano.sh/queue-name`` annotation names (as
+Volcano's controllers read it; known only with ``cluster.watch``), the namespace's queue in
+``queues.byNamespace``, the first label selector that matches, the default queue.
 
 Volcano's own name ``default`` means "no queue chosen", as it does for Volcano: its Job and
 PodGroup CRDs default ``spec.queue`` to ``default`` before any webhook runs, and its PodGroup
@@ -25,10 +27,14 @@ def is_chosen(requested: str | None) -> bool:
     return bool(requested) and requested != VOLCANO_DEFAULT_QUEUE
 
 
-def resolve_queue(config: Config, namespace: str, labels: Mapping[str, str], requested: str | None) -> str:
-    """The queue for a workload in ``namespace`` with ``labels`` that asked for ``requested``."""
+def resolve_queue(config: Config, namespace: str, labels: Mapping[str, str], requested: str | None,
+                  namespace_queue: str | None = None) -> str:
+    """The queue for a workload in ``namespace`` with ``labels`` that asked for ``requested``, the
+    namespace annotated with ``namespace_queue`` (None: not annotated, or not known)."""
     if requested and is_chosen(requested):
         return requested
+    if namespace_queue:
+        return namespace_queue
     queues = config.queues
     by_namespace = queues["byNamespace"].get(namespace)
     if by_namespace:

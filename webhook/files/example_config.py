@@ -24,7 +24,8 @@ from .config_file import DEFAULT_CONFIG_PATH
 
 # Top-level sections the chart sets itself (None: the whole section), or the keys in them it sets.
 CHART_PLACES: dict[str, tuple[str, ...] | None] = {"exemptNamespaces": None, "exceptions": None,
-                                                    "audit": ("dir",), "reports": ("dir", "key")}
+                                                    "audit": ("dir",), "reports": ("dir", "key"),
+                                                    "cluster": None}  # from the value clusterState
 REGO_MODULE = "policies/lib/testing_test.rego"
 REGO_BEGIN = "# BEGIN config generated from webhook/files/defaults/vgate.yaml by `python deploy/render.py`\n"
 REGO_END = "# END config\n"

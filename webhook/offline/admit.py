@@ -98,7 +98,8 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
     passes: list[Mutation] = []
 
     def vgate(obj: dict[str, Any]) -> list[dict[str, Any]]:
-        passes.append(mutate(_request(review_for(obj, namespace=namespace, **options), config), config))
+        passes.append(mutate(_request(review_for(obj, namespace=namespace, **options), config), config,
+                             cluster.namespace_queue(namespace)))
         return passes[-1].patch
 
     delivery = deliver(manifest, namespace, operation, cluster, vgate)

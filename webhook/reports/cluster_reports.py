@@ -10,78 +10,15 @@ to the API server as the writer's ServiceAccount (in the pod), or with ``kubecon
 
 from __future__ import annotations
 
-import base64
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
+
+from ..cluster.api import ApiServer
 
 GROUP = "/apis/wgpolicyk8s.io/v1alpha2"
 NAME = "vgate"
-MANAGED = "app.kubernetes.io/managed-by=vgate"
-_SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-class ApiServer:
-    """Just enough of a Kubernetes client: server-side apply, list and delete."""
-
-    def __init__(self, url: str, session: requests.Session, files: tuple[str, ...] = ()) -> None:
-        self.url = url.rstrip("/")
-        self.session = session
-        session.trust_env = False  # the cluster's CA, not REQUESTS_CA_BUNDLE; no proxy between pod and API server
-        self._files = files  # a kubeconfig's inline CA, certificate and key, written out for requests
-
-    def __enter__(self) -> ApiServer:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        """Close the session and remove the key material written out for it."""
-        self.session.close()
-        for name in self._files:
-            Path(name).unlink(missing_ok=True)
-
-    @classmethod
-    def in_cluster(cls) -> ApiServer:
-        session = requests.Session()
-        session.verify = str(_SERVICE_ACCOUNT / "ca.crt")
-        session.headers["Authorization"] = "Bearer " + (_SERVICE_ACCOUNT / "token").read_text().strip()
-        host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
-        return cls(f"https://{host}:{port}", session)
-
-    @classmethod
-    def from_kubeconfig(cls, path: str | Path) -> ApiServer:
-        """The current context of a kubeconfig: CA, and a client certificate or a token."""
-        config = yaml.safe_load(Path(path).read_text())
-        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
-        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
-        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        session, written = requests.Session(), list[str]()
-        session.verify = _file(cluster, "certificate-authority", written) or True
-        if "token" in user:
-            session.headers["Authorization"] = "Bearer " + user["token"]
-        certificate, key = _file(user, "client-certificate", written), _file(user, "client-key", written)
-        if certificate and key:
-            session.cert = (certificate, key)
-        return cls(cluster["server"], session, tuple(written))
-
-    def apply(self, path: str, document: dict[str, Any]) -> None:
-        response = self.session.patch(f"{self.url}{path}", params={"fieldManager": "vgate", "force": "true"},
-                                      data=yaml.safe_dump(document),
-                                      headers={"Content-Type": "application/apply-patch+yaml"}, timeout=30)
-        response.raise_for_status()
-
-    def names(self, path: str) -> list[tuple[str, str]]:
-        response = self.session.get(f"{self.url}{path}", params={"labelSelector": MANAGED}, timeout=30)
-        response.raise_for_status()
-        return [(item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in response.json()["items"]]
-
-    def delete(self, path: str) -> None:
-        response = self.session.delete(f"{self.url}{path}", timeout=30)
-        if response.status_code != 404:
-            response.raise_for_status()
 
 
 def apply_policy_reports(api: ApiServer, hour_dir: Path) -> list[str]:
@@ -107,18 +44,3 @@ def apply_policy_reports(api: ApiServer, hour_dir: Path) -> list[str]:
 
 def _named(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "metadata": {**report["metadata"], "name": NAME}}
-
-
-def _file(section: dict[str, Any], key: str, written: list[str]) -> str | None:
-    """A kubeconfig's file field, or its inline ``-data`` twin written to a private temporary file
-    (recorded in ``written``, removed when the ApiServer is closed)."""
-    if section.get(key):
-        return str(section[key])
-    data = section.get(f"{key}-data")
-    if not data:
-        return None
-    handle = tempfile.NamedTemporaryFile("wb", prefix="vgate-kube-", delete=False)  # noqa: SIM115 - kept for requests
-    with handle:
-        handle.write(base64.b64decode(data))
-    written.append(handle.name)
-    return handle.name

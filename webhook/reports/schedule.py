@@ -135,7 +135,8 @@ class ReportScheduler:
 
 def _apply_to_cluster(settings: PolicyReportSettings, hour_dir: Path) -> None:
     """The newest hour's policy reports into the cluster; a failure is logged, the signed files stand."""
-    from .cluster_reports import ApiServer, apply_policy_reports
+    from ..cluster.api import ApiServer
+    from .cluster_reports import apply_policy_reports
 
     try:
         api = ApiServer.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else ApiServer.in_cluster()

@@ -115,9 +115,16 @@ def readiness(live: LiveGateway) -> tuple[int, dict[str, Any]]:
     unready = gateway.audit_unready()
     if unready:
         return 503, {"error": unready, "status": 503}
+    cluster = gateway.cluster_status()
+    if cluster is not None and not all(kind["synced"] for kind in cluster.values()):
+        waiting = [f"{name}" + (f" ({kind['error'][:160]})" if kind["error"] else "")
+                   for name, kind in sorted(cluster.items()) if not kind["synced"]]
+        return 503, {"error": f"the cluster state has not been listed yet (cluster.watch): {'; '.join(waiting)}",
+                     "status": 503}
     return 200, {"status": "ready", "policyRevision": gateway.revision, "policyEngine": gateway.engine.name,
                  "config": gateway.config.source,
-                 "lastReload": {"at": status.at, "ok": status.ok, "error": status.error}}
+                 "lastReload": {"at": status.at, "ok": status.ok, "error": status.error},
+                 **({"cluster": cluster} if cluster is not None else {})}
 
 
 def _read_body(limit: int) -> bytes:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.log import DecisionLog
+from ..cluster.state import ClusterState
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
 from ..core.contract import PolicyEngine
@@ -39,6 +40,7 @@ class Gateway:
     exceptions: list[PolicyException] = field(default_factory=list)
     policy_dir: Path = Path("policies")
     metrics: Metrics = field(default_factory=Metrics)
+    cluster: ClusterState | None = None  # with cluster.watch: the worker's watched cluster state
 
     def sources(self) -> list[Path]:
         """What this gateway was built from: a change to any of them calls for a reload."""
@@ -54,7 +56,7 @@ class Gateway:
         request = self._decode("mutate", body, started)
         error = None
         try:
-            mutation = mutate(request, self.config)
+            mutation = mutate(request, self.config, self._namespace_queue(request.namespace))
         except Exception as exc:  # a mutation bug must not block admission
             log.exception("mutation failed for %s %s", request.kind, request.uid)
             self.metrics.errors.labels("mutate", "mutation").inc()
@@ -64,6 +66,21 @@ class Gateway:
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
                                 patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
         return encode_response(request, decision if recorded else self._unrecorded(decision))
+
+    def cluster_status(self) -> dict[str, dict[str, Any]] | None:
+        """The cluster state's freshness per kind (and its metrics set from it); None without cluster.watch."""
+        if self.cluster is None:
+            return None
+        status = self.cluster.freshness(time.monotonic())
+        for kind, state in status.items():
+            self.metrics.cluster_synced.labels(kind).set(1 if state["synced"] else 0)
+            self.metrics.cluster_objects.labels(kind).set(state["objects"])
+            if state["contactAgeSeconds"] is not None:
+                self.metrics.cluster_age.labels(kind).set(state["contactAgeSeconds"])
+        return status
+
+    def _namespace_queue(self, namespace: str) -> str | None:
+        return self.cluster.namespace_queue(namespace) if self.cluster is not None and namespace else None
 
     def _unrecorded(self, decision: Decision) -> Decision:
         """The answer to a decision the log could not take: refused under audit.failureMode deny."""

@@ -59,6 +59,16 @@ class Metrics:
             "vgate_config_last_reload_successful",
             "1 if every worker's last reload succeeded (0: an old set is serving).",
             multiprocess_mode="livemin", registry=self.registry)
+        self.cluster_synced = Gauge(
+            "vgate_cluster_cache_synced", "1 once every worker has listed the kind (cluster.watch).",
+            ["kind"], multiprocess_mode="livemin", registry=self.registry)
+        self.cluster_objects = Gauge(
+            "vgate_cluster_cache_objects", "Objects of the kind the cluster state holds (each worker's, the largest).",
+            ["kind"], multiprocess_mode="livemax", registry=self.registry)
+        self.cluster_age = Gauge(
+            "vgate_cluster_cache_contact_age_seconds",
+            "Seconds since the API server last answered the kind's list or watch (bookmarks included); "
+            "the oldest of every worker's.", ["kind"], multiprocess_mode="livemax", registry=self.registry)
 
         self.certificate_expiry = Gauge(
             "vgate_tls_certificate_expiry_timestamp_seconds",

@@ -19,6 +19,9 @@ from pathlib import Path
 from flask import Flask
 
 from ..audit.log import DecisionLog
+from ..cluster.api import ApiServer
+from ..cluster.state import ClusterState
+from ..core.config import ClusterSettings
 from ..core.contract import PolicyEngine
 from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
@@ -52,7 +55,8 @@ class Settings:
     app_threads: int = 1
 
 
-def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) -> Gateway:
+def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
+                 cluster: ClusterState | None = None) -> Gateway:
     """Load and compile everything; raises ConfigError/PolicyError naming file and line.
 
     The policies are compiled (in the evaluator child, within the load budget) even when
@@ -74,7 +78,7 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True) ->
     for error in rejected:
         log.error("policy exception rejected: %s", error)
         metrics.errors.labels("load", "exception_file").inc()
-    return Gateway(config, engine, decisions, exceptions, Path(settings.policy_dir), metrics)
+    return Gateway(config, engine, decisions, exceptions, Path(settings.policy_dir), metrics, cluster)
 
 
 def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
@@ -85,7 +89,8 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
     served = CertPaths.under(runtime.tls).cert if runtime else None
     if served is not None and served.is_file():
         metrics.certificate_expiry.set(expires_at(served.read_bytes()).timestamp())
-    live = LiveGateway(lambda: load_gateway(settings, metrics), metrics)
+    cluster = watch_cluster(load_config(settings.config_path).cluster)
+    live = LiveGateway(lambda: load_gateway(settings, metrics, cluster=cluster), metrics)
     live.watch(settings.reload_interval)
     probe_port = runtime is not None and runtime.probes_served
     if probe_port:  # the master serves /readyz on the probe port from these reports
@@ -95,6 +100,20 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
         ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
     return create_app(live, metrics, probes=not probe_port), live
+
+
+def watch_cluster(settings: ClusterSettings) -> ClusterState | None:
+    """This worker's cluster state, watching from now on; None without ``cluster.watch``.
+
+    Read at start, like the server's connection settings: a reload does not start or stop watching.
+    """
+    if not settings.watch:
+        return None
+    kubeconfig = settings.kubeconfig
+    state = ClusterState(lambda: ApiServer.from_kubeconfig(kubeconfig) if kubeconfig else ApiServer.in_cluster(),
+                         watch_seconds=settings.watch_seconds)
+    state.start()
+    return state
 
 
 def build_app(settings: Settings) -> Flask:

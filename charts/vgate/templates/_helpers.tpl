@@ -55,6 +55,7 @@ cert-manager's (it renews vgate's certificate: it must be able to start while vg
 {{- define "vgate.config" -}}
 {{- $config := deepCopy .Values.config -}}
 {{- $_ := set $config "exemptNamespaces" (include "vgate.exempt" . | fromJsonArray) -}}
+{{- $_ := set $config "cluster" (dict "watch" .Values.clusterState.enabled) -}}
 {{- $_ := set $config "exceptions" (merge (dict "dir" "/etc/vgate/exceptions") (get $config "exceptions" | default dict)) -}}
 {{- $_ := set $config "audit" (merge (dict "dir" "/app/audit") (get $config "audit" | default dict)) -}}
 {{- $_ := set $config "reports" (merge (dict "dir" "/app/reports" "key" "/app/keys/report-ed25519.key" "anchorFile" "/app/anchor/reports-anchor.jsonl") (get $config "reports" | default dict)) -}}

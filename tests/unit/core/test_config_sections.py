@@ -8,14 +8,22 @@ from dataclasses import fields
 
 import pytest
 
-from webhook.core.config import AuditSettings, ExceptionSettings, PolicyReportSettings, ReportSettings, ServerSettings
+from webhook.core.config import (
+    AuditSettings,
+    ClusterSettings,
+    ExceptionSettings,
+    PolicyReportSettings,
+    ReportSettings,
+    ServerSettings,
+)
 from webhook.files.config_file import load_config
 
 from helpers import ROOT
 
 SCHEMA = json.loads((ROOT / "webhook" / "files" / "config.schema.json").read_text())
 SECTIONS = {("server",): ServerSettings, ("audit",): AuditSettings, ("reports",): ReportSettings,
-            ("exceptions",): ExceptionSettings, ("reports", "policyReports"): PolicyReportSettings}
+            ("exceptions",): ExceptionSettings, ("cluster",): ClusterSettings,
+            ("reports", "policyReports"): PolicyReportSettings}
 
 
 @pytest.mark.parametrize("path,cls", SECTIONS.items(), ids=lambda v: v.__name__ if isinstance(v, type) else "/".join(v))
@@ -35,6 +43,6 @@ def test_the_sections_read_the_completed_document():
 
 
 def test_only_the_config_module_reads_those_sections_raw():
-    raw = re.compile(r'document\[\s*"(server|audit|reports|exceptions)"\s*\]')
+    raw = re.compile(r'document\[\s*"(server|audit|reports|exceptions|cluster)"\s*\]')
     readers = {str(p.relative_to(ROOT)) for p in (ROOT / "webhook").rglob("*.py") if raw.search(p.read_text())}
     assert readers == {"webhook/core/config.py"}

@@ -107,20 +107,34 @@ def test_a_missing_policy_directory_says_how_to_name_one(tmp_path):
 
 
 def test_a_volcano_job_is_followed_by_the_pod_group_its_controller_creates(tmp_path):
-    """Admitted, a Job is followed by the PodGroup Volcano's controller makes of it; where Volcano's
-    PodGroup mutator is enabled it takes the namespace's queue, which vgate does not know: exit 1."""
-    manifest = tmp_path / "job.yaml"
-    manifest.write_text(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: research-x, annotations: "
-        "{scheduling.volcano.sh/queue-name: nowhere}}\n---\n"
-        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, namespace: research-x}\n"
-        "spec: {minAvailable: 1, tasks: [{name: t, replicas: 2, template: {spec: {containers: "
-        "[{name: c, image: registry.example.com/app:1}]}}}]}\n")
-    default = vgate_eval("-f", str(manifest), "--with-volcano", "-o", "json")
-    job, group = json.loads(default.stdout)
-    assert default.returncode == 0 and job["kind"] == "Job" and group["kind"] == "PodGroup"
+    """Admitted, a Job is followed by the PodGroup Volcano's controller makes of it. A namespace
+    annotated with a queue vgate does not know: vgate (like Volcano's PodGroup mutator) takes the
+    annotation, so the Job itself is refused, naming the queue, and no PodGroup follows: exit 1."""
+    job = ("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, namespace: research-x}\n"
+           "spec: {minAvailable: 1, tasks: [{name: t, replicas: 2, template: {spec: {containers: "
+           "[{name: c, image: registry.example.com/app:1}]}}}]}\n")
+    plain, annotated = tmp_path / "job.yaml", tmp_path / "annotated.yaml"
+    plain.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: research-x}\n---\n" + job)
+    annotated.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: research-x, annotations: "
+                         "{scheduling.volcano.sh/queue-name: nowhere}}\n---\n" + job)
+    default = vgate_eval("-f", str(plain), "--with-volcano", "-o", "json")
+    job_verdict, group = json.loads(default.stdout)
+    assert default.returncode == 0 and job_verdict["kind"] == "Job" and group["kind"] == "PodGroup"
     assert group["object"]["spec"] == {"minMember": 1, "minTaskMember": {"t": 2}, "queue": "default",
                                        "priorityClassName": "vgate-normal"}
-    enabled = vgate_eval("-f", str(manifest), "--volcano-enabled-admission", "/jobs/mutate,/podgroups/mutate")
+    enabled = vgate_eval("-f", str(annotated), "--volcano-enabled-admission", "/jobs/mutate,/podgroups/mutate")
     assert enabled.returncode == 1
-    assert "DENIED  PodGroup research-x/j-" in enabled.stdout and 'queue "nowhere"' in enabled.stdout
+    assert "DENIED  Job research-x/j" in enabled.stdout and 'queue "nowhere"' in enabled.stdout
+    assert "PodGroup" not in enabled.stdout.split("DENIED  Job", 1)[1].split("\n", 1)[0]
+
+
+def test_a_namespace_given_with_volcanos_queue_annotation_routes_its_pods_as_the_server_does():
+    manifests = yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "ml-inference", "annotations": {"scheduling.volcano.sh/queue-name": "batch"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml-inference"},
+         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}])
+    result = vgate_eval("-f", "-", "-o", "json", stdin=manifests)
+    [verdict] = json.loads(result.stdout)
+    queue = [op["value"] for op in verdict["patch"] if op["path"] == "/metadata/annotations"]
+    assert queue and queue[0]["scheduling.volcano.sh/queue-name"] == "batch", verdict["patch"]

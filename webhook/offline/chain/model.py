@@ -30,6 +30,7 @@ from typing import Any
 import jsonpatch
 
 from ...core.errors import AdmissionRefused, ModelError
+from ...core.queues import QUEUE_ANNOTATION
 from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
@@ -100,6 +101,12 @@ class Cluster:
                 manifest.get("preemptionPolicy") or "PreemptLowerPriority")
             return True
         return False
+
+    def namespace_queue(self, namespace: str) -> str | None:
+        """The queue a Namespace given to the model names in Volcano's annotation, as the server's
+        cluster state reads it; None when not annotated (or not given)."""
+        queue = ((self.namespaces.get(namespace) or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
+        return str(queue) if queue else None
 
     def calls_vgate(self, namespace: str) -> bool:
         """Whether the webhooks' namespaceSelector lets the API server call vgate in ``namespace``."""

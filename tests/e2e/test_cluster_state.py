@@ -1,0 +1,117 @@
+"""Cluster state through the real API server: vgate watches Namespaces as the chart's ServiceAccount
+(with the chart's ClusterRole, nothing more), and a namespace's Volcano queue annotation wins over
+queues.byNamespace for what vgate assigns; a tenant cannot use the annotation to reach a queue its
+namespace may not use. Asserted on what the API server stored or refused, and on the decision log."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from e2e import cluster
+from e2e.kube import Kube, decisions_for
+from e2e.waiting import eventually
+
+from helpers import RESTRICTED_SPEC
+from test_admission import unique
+
+QUEUE = "scheduling.volcano.sh/queue-name"
+
+
+def annotated_namespace(kube: Kube, name: str, queue: str | None) -> str:
+    kube.namespace(name)
+    if queue is not None:
+        annotate(kube, name, queue)
+    return name
+
+
+def annotate(kube: Kube, namespace: str, queue: str) -> None:
+    result = kube.run("annotate", "namespace", namespace, f"{QUEUE}={queue}", "--overwrite")
+    assert result.ok, result.stderr
+
+
+def plain_pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {**copy.deepcopy(RESTRICTED_SPEC),
+                     "containers": [{**RESTRICTED_SPEC["containers"][0],
+                                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                                   "limits": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+def stored_queue(kube: Kube, namespace: str, name: str) -> str | None:
+    stored = kube.get("pod", name, namespace)
+    return ((stored or {}).get("metadata") or {}).get("annotations", {}).get(QUEUE)
+
+
+def test_vgate_is_ready_once_it_has_listed_the_namespaces(kube):
+    ready = eventually(lambda: cluster.readiness().get("cluster"))
+    assert ready and ready["Namespace"]["synced"] and ready["Namespace"]["objects"] >= 4, ready
+
+
+def dry_run_queue(kube: Kube, namespace: str, pod: dict[str, Any]) -> str | None:
+    """The queue the API server would store for ``pod`` (a server-side dry run: vgate answers it too)."""
+    result = kube.run("create", "-n", namespace, "--dry-run=server", "-o", "json", "-f", "-",
+                      input_text=json.dumps(pod))
+    return json.loads(result.stdout)["metadata"].get("annotations", {}).get(QUEUE) if result.ok else None
+
+
+def test_the_namespaces_queue_annotation_wins_over_the_config(kube):
+    namespace = annotated_namespace(kube, unique("annotated"), "batch")  # byNamespace has no entry for it
+    name = unique("pod")
+    # the watch delivers the annotation within moments of the namespace's creation
+    assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(name)) == "batch")
+    result = kube.create(plain_pod(name), namespace=namespace)
+    assert result.ok, result.stderr
+    assert stored_queue(kube, namespace, name) == "batch"
+    mutated = [r for r in decisions_for(namespace, name, "mutate") if not r.get("dryRun")]
+    assert [r["queue"] for r in mutated] == ["batch"]
+
+
+def test_the_annotation_wins_over_queues_by_namespace(kube):
+    namespace = "ml-inference"  # the config maps it to the inference queue
+    assert dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference"
+    annotate(kube, namespace, "batch")
+    try:
+        assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "batch")
+    finally:
+        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
+        assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference")
+
+
+def test_a_changed_annotation_reaches_the_next_pod(kube):
+    namespace = annotated_namespace(kube, unique("relabelled"), None)
+    first = unique("pod")
+    assert kube.create(plain_pod(first), namespace=namespace).ok
+    assert stored_queue(kube, namespace, first) == "default"  # not annotated, not in byNamespace
+    annotate(kube, namespace, "batch")
+
+    def next_pod_in_batch() -> bool:
+        name = unique("pod")
+        return kube.create(plain_pod(name), namespace=namespace).ok and stored_queue(kube, namespace, name) == "batch"
+
+    assert eventually(next_pod_in_batch)
+
+
+def test_the_annotation_cannot_take_a_tenant_into_another_tenants_queue(kube):
+    # training may be used from ml-training and research-* only: an annotation naming it elsewhere
+    # routes the pod there, and the rule on the queue's namespaces refuses it.
+    namespace = annotated_namespace(kube, unique("intruder"), "training")
+    name = unique("pod")
+
+    def refused() -> str:
+        result = kube.create(plain_pod(name), namespace=namespace)
+        return "" if result.ok else result.stderr
+
+    message = eventually(refused)
+    assert "names Volcano queue \"training\", which that namespace may not use" in message, message
+    assert kube.get("pod", name, namespace) is None
+
+
+def test_vgate_reads_the_cluster_with_its_chart_role_and_no_more(kube):
+    account = "system:serviceaccount:vgate-system:vgate"
+    can = {verb_resource: kube.run("auth", "can-i", *verb_resource.split(), f"--as={account}").stdout.strip()
+           for verb_resource in ("watch namespaces", "list namespaces", "list secrets", "list pods", "create pods",
+                                 "patch namespaces")}
+    assert can == {"watch namespaces": "yes", "list namespaces": "yes", "list secrets": "no", "list pods": "no",
+                   "create pods": "no", "patch namespaces": "no"}

@@ -1,0 +1,39 @@
+"""A server whose cluster state cannot be listed (the API server away, or not yet answering):
+/readyz says so and why, the metric says so, and mutation falls back to the config's namespace map
+(recorded as such), never to a guess. The cluster itself is in tests/e2e/test_cluster_state.py."""
+
+from __future__ import annotations
+
+import yaml
+
+from webhook.files.config_file import DEFAULT_CONFIG_PATH
+
+from helpers import free_port, pod, review
+
+
+def unreachable_kubeconfig(path, ca) -> str:
+    """A kubeconfig for an API server that does not listen (a closed loopback port)."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "away",
+              "clusters": [{"name": "away", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
+                                                        "certificate-authority": str(ca)}}],
+              "users": [{"name": "away", "user": {"token": "not-a-token"}}],
+              "contexts": [{"name": "away", "context": {"cluster": "away", "user": "away"}}]}
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_a_cold_cluster_state_is_not_ready_and_mutation_uses_the_config(tmp_path, start_server):
+    (tmp_path / "ca.crt").write_text("")
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["cluster"] = {"watch": True, "kubeconfig": unreachable_kubeconfig(tmp_path / "kubeconfig",
+                                                                                 tmp_path / "ca.crt")}
+    server = start_server(config_text=yaml.safe_dump(document), workers=1, ready_path="/healthz")
+    ready = server.session.get(server.url + "/readyz", timeout=5)
+    assert ready.status_code == 503
+    error = ready.json()["error"]
+    assert error.startswith("the cluster state has not been listed yet (cluster.watch): Namespace (")
+    assert "Connection" in error  # why: the API server refused the connection
+    metrics = server.session.get(server.url + "/metrics", timeout=5).text
+    assert 'vgate_cluster_cache_synced{kind="Namespace"} 0.0' in metrics
+    answer = server.post("/mutate", review(pod("web", namespace="ml-training"))).json()["response"]
+    assert answer["allowed"] and answer.get("patch")  # mutation does not wait for the cluster

@@ -1,0 +1,117 @@
+"""One kind of object, listed and watched from the API server, kept as a small projection.
+
+The client-go pattern: list (paged) to fill the store and learn the resourceVersion, then watch from
+there; a watch the server ends is resumed from the last resourceVersion (bookmarks keep it fresh);
+410 Gone (history compacted) or any error relists after a backoff. What is stored is what rules
+need of each object (``project``), not the object: memory stays bounded by the count of objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import WatchExpired
+from .api import ApiServer
+
+log = logging.getLogger("vgate")
+PAGE = 500
+Projection = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A kind vgate keeps: how the API names it, and what of each object it keeps."""
+
+    group_version: str  # "v1", "scheduling.volcano.sh/v1beta1": Gatekeeper's inventory key
+    kind: str
+    path: str  # the collection's path, e.g. /api/v1/namespaces
+    namespaced: bool
+    project: Projection
+
+
+class Informer:
+    """A thread that keeps ``store`` equal to the cluster's objects of one kind, keyed (namespace, name)."""
+
+    def __init__(self, connect: Callable[[], ApiServer], watched: Watched, *, watch_seconds: int = 300,
+                 backoff_seconds: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.watched = watched
+        self.store: dict[tuple[str, str], dict[str, Any]] = {}
+        self.synced = threading.Event()
+        self.last_contact: float | None = None  # when the API server last answered (list, event, bookmark)
+        self.error: str | None = None
+        self._connect = connect
+        self._watch_seconds = watch_seconds
+        self._backoff = backoff_seconds
+        self._clock = clock
+        self._stop = threading.Event()
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name=f"vgate-watch-{self.watched.kind}", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get((namespace, name))
+
+    def _run(self) -> None:
+        delay = self._backoff
+        while not self._stop.is_set():
+            try:
+                with self._connect() as api:
+                    version = self._list(api)
+                    delay = self._backoff
+                    while not self._stop.is_set():
+                        version = self._watch(api, version)
+            except WatchExpired:
+                continue
+            except Exception as error:  # noqa: BLE001 - an API server away must not end the watch
+                self.error = f"{type(error).__name__}: {error}"
+                log.warning("watching %s: %s; retrying in %.0f s", self.watched.path, self.error, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+
+    def _list(self, api: ApiServer) -> str:
+        fresh: dict[tuple[str, str], dict[str, Any]] = {}
+        params: dict[str, Any] = {"limit": PAGE}
+        while True:
+            page = api.get(self.watched.path, params)
+            for item in page.get("items") or []:
+                fresh[_key(item)] = self.watched.project(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                break
+            params = {"limit": PAGE, "continue": token}
+        self.store = fresh  # one assignment: readers see the old store or the new, never half of one
+        self._contact()
+        self.synced.set()
+        return str(page["metadata"]["resourceVersion"])
+
+    def _watch(self, api: ApiServer, version: str) -> str:
+        for event in api.watch(self.watched.path, version, self._watch_seconds):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                raise WatchExpired()  # 410 Gone: the history is compacted past our version
+            self._contact()
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+            if kind in ("ADDED", "MODIFIED"):
+                self.store[_key(obj)] = self.watched.project(obj)
+            elif kind == "DELETED":
+                self.store.pop(_key(obj), None)
+        return version
+
+    def _contact(self) -> None:
+        self.last_contact = self._clock()
+        self.error = None
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
