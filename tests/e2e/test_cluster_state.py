@@ -65,7 +65,7 @@ def test_the_namespaces_queue_annotation_wins_over_the_config(kube):
     assert result.ok, result.stderr
     assert stored_queue(kube, namespace, name) == "batch"
     mutated = [r for r in decisions_for(namespace, name, "mutate") if not r.get("dryRun")]
-    assert [r["queue"] for r in mutated] == ["batch"]
+    assert [(r["queue"], r["queueSource"]) for r in mutated] == [("batch", "namespace annotation")]
 
 
 def test_the_annotation_wins_over_queues_by_namespace(kube):

@@ -32,7 +32,7 @@ from .admission import AdmissionRequest
 from .config import Config
 from .kinds import Workload
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
-from .queues import QUEUE_ANNOTATION, resolve_queue
+from .queues import QUEUE_ANNOTATION, queue_and_source
 from .size_limits import oversize
 from .workloads import (
     MUTATED,
@@ -49,7 +49,7 @@ FieldPath = tuple[str | int, ...]  # a JSON path from the object's root, before 
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
 INJECTED_ANNOTATION = "vgate.io/injected"
 _RECORDED_ANNOTATIONS = {QUEUE_ANNOTATION: "queue", QOS_ANNOTATION: "qosClass"}
-# Where each kind keeps its queue; mutation changes it only when none is chosen (queues.resolve_queue).
+# Where each kind keeps its queue; mutation changes it only when none is chosen (queues.queue_and_source).
 _QUEUE_PATHS = {"/metadata/annotations/" + escape(QUEUE_ANNOTATION), "/spec/queue"}
 
 
@@ -59,6 +59,7 @@ class Mutation:
 
     patch: list[dict[str, Any]] = field(default_factory=list)
     queue: str | None = None
+    queue_source: str | None = None  # where the queue came from (queues.queue_and_source)
     qos_classes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # resources vgate chose for the submitter
 
@@ -203,7 +204,8 @@ def _pointer(path: FieldPath) -> str:
 def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config,
                namespace_queue: str | None) -> Mutation:
     annotations = annotations_of(pod)
-    queue = resolve_queue(config, namespace, labels_of(pod), annotations.get(QUEUE_ANNOTATION), namespace_queue)
+    queue, source = queue_and_source(config, namespace, labels_of(pod), annotations.get(QUEUE_ANNOTATION),
+                                     namespace_queue)
     if annotations.get(QUEUE_ANNOTATION) != queue:
         set_annotation(pod, QUEUE_ANNOTATION, queue)
     spec = pod.setdefault("spec", {})
@@ -212,13 +214,13 @@ def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config,
     _inject_priority(spec, queue, config, with_value=True)
     warnings: list[str] = []
     qos_class = _inject_qos(pod, annotations_of(pod), queue, config, warnings, "pod")
-    return Mutation(queue=queue, qos_classes=[qos_class], warnings=warnings)
+    return Mutation(queue=queue, queue_source=source, qos_classes=[qos_class], warnings=warnings)
 
 
 def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
                namespace_queue: str | None) -> Mutation:
     spec = job.setdefault("spec", {})
-    queue = resolve_queue(config, namespace, labels_of(job), spec.get("queue"), namespace_queue)
+    queue, source = queue_and_source(config, namespace, labels_of(job), spec.get("queue"), namespace_queue)
     spec["queue"] = queue
     if matches_globs(namespace, config.volcano["namespaces"]) and not spec.get("schedulerName"):
         spec["schedulerName"] = config.volcano["schedulerName"]
@@ -227,16 +229,16 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
     warnings: list[str] = []
     classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config, warnings,
                            f"task[{index}]") for index, template in enumerate(task_templates(job))]
-    return Mutation(queue=queue, qos_classes=classes, warnings=warnings)
+    return Mutation(queue=queue, queue_source=source, qos_classes=classes, warnings=warnings)
 
 
 def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
                      namespace_queue: str | None) -> Mutation:
     spec = group.setdefault("spec", {})
-    queue = resolve_queue(config, namespace, labels_of(group), spec.get("queue"), namespace_queue)
+    queue, source = queue_and_source(config, namespace, labels_of(group), spec.get("queue"), namespace_queue)
     spec["queue"] = queue
     _inject_priority(spec, queue, config, with_value=False)
-    return Mutation(queue=queue)
+    return Mutation(queue=queue, queue_source=source)
 
 
 # How each kind kinds.KINDS marks as mutated is mutated; a kind it does not mark is never patched.

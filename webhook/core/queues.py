@@ -27,19 +27,21 @@ def is_chosen(requested: str | None) -> bool:
     return bool(requested) and requested != VOLCANO_DEFAULT_QUEUE
 
 
-def resolve_queue(config: Config, namespace: str, labels: Mapping[str, str], requested: str | None,
-                  namespace_queue: str | None = None) -> str:
+def queue_and_source(config: Config, namespace: str, labels: Mapping[str, str], requested: str | None,
+                     namespace_queue: str | None = None) -> tuple[str, str]:
     """The queue for a workload in ``namespace`` with ``labels`` that asked for ``requested``, the
-    namespace annotated with ``namespace_queue`` (None: not annotated, or not known)."""
+    namespace annotated with ``namespace_queue`` (None: not annotated, or not known); and where it
+    came from (recorded with the decision): ``named``, ``namespace
+    annotation``, ``queues.byNamespace``, ``queues.bySelector`` or ``queues.default``."""
     if requested and is_chosen(requested):
-        return requested
+        return requested, "named"
     if namespace_queue:
-        return namespace_queue
+        return namespace_queue, "namespace annotation"
     queues = config.queues
     by_namespace = queues["byNamespace"].get(namespace)
     if by_namespace:
-        return by_namespace
+        return by_namespace, "queues.byNamespace"
     for rule in queues["bySelector"]:
         if selector_matches(rule["selector"], labels):
-            return rule["queue"]
-    return queues["default"]
+            return rule["queue"], "queues.bySelector"
+    return queues["default"], "queues.default"

@@ -64,7 +64,8 @@ class Gateway:
         decision = Decision(patch=mutation.patch, warnings=mutation.warnings if mutation.patch else [])
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
-                                patch=mutation.paths, queue=mutation.queue, qosClasses=mutation.qos_classes)
+                                patch=mutation.paths, queue=mutation.queue,
+                                queueSource=mutation.queue_source, qosClasses=mutation.qos_classes)
         return encode_response(request, decision if recorded else self._unrecorded(decision))
 
     def cluster_status(self) -> dict[str, dict[str, Any]] | None:

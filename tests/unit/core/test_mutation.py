@@ -77,6 +77,21 @@ def test_queue_by_label_selector_then_default(config):
     assert default["spec"]["priority"] == 10000
 
 
+def test_queue_order_named_then_namespace_annotation_then_the_config_and_each_source_said(config):
+    def queue_of(obj: dict[str, Any], namespace_queue: str | None = None) -> tuple[str | None, str | None]:
+        result = mutate(decode_review(orjson.dumps(review(obj)), 100), config, namespace_queue)
+        return result.queue, result.queue_source
+
+    named = pod(namespace="ml-training", annotations={"scheduling.volcano.sh/queue-name": "inference"})
+    assert queue_of(named, "batch") == ("inference", "named")
+    assert queue_of(pod(namespace="ml-training"), "batch") == ("batch", "namespace annotation")
+    assert queue_of(pod(namespace="ml-training")) == ("training", "queues.byNamespace")
+    assert queue_of(pod(labels={"vgate.io/workload": "batch"})) == ("batch", "queues.bySelector")
+    assert queue_of(pod()) == ("default", "queues.default")
+    volcano_default = pod(namespace="ml-training", annotations={"scheduling.volcano.sh/queue-name": "default"})
+    assert queue_of(volcano_default, "batch") == ("batch", "namespace annotation")  # "default" chooses none
+
+
 def test_queue_named_by_the_user_is_kept_even_if_not_allowed(config):
     asked = pod(namespace="web", annotations={"scheduling.volcano.sh/queue-name": "training"})
     result = mutated(asked, config)
