@@ -155,12 +155,16 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool, outpu
               help="Volcano's webhook-manager --enabled-admission (comma-separated paths): which of its mutators the "
                    "model applies. Default: what Volcano's chart enables (/jobs/mutate, not /podgroups/mutate), and "
                    "/pods/mutate with --volcano-admission-config (its resource groups are what that mutator applies).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+              help="Read the live cluster's Namespaces (labels, Volcano queue annotations) into the model, as the "
+                   "server's cluster state does; Namespaces among the manifests override theirs.")
 @click.option("--crd", "crd_files", multiple=True, type=click.Path(dir_okay=False),
               help="A CustomResourceDefinition whose schema defaults the model applies (Volcano's ship with vgate). "
                    "Repeatable.")
 def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None, user: str, output: str,
                    config_path: str | None, policy_dir: str, as_submitted: bool, with_volcano: bool,
-                   volcano_config: str | None, crd_files: tuple[str, ...], volcano_admissions: str | None) -> None:
+                   volcano_config: str | None, crd_files: tuple[str, ...], volcano_admissions: str | None,
+                   kubeconfig: str | None) -> None:
     """Mutate and validate manifests offline, as a cluster's admission chain delivers them.
 
     Exit 0 allowed, 1 denied, 2 bad input.
@@ -172,7 +176,7 @@ def eval_manifests(files: tuple[str, ...], operation: str, namespace: str | None
     try:
         verdicts, warnings = run_eval(EvalRequest(files, operation, namespace, user, config_path, policy_dir,
                                                   as_submitted, with_volcano, volcano_config, crd_files,
-                                                  volcano_admissions), datetime.now(timezone.utc))
+                                                  volcano_admissions, kubeconfig), datetime.now(timezone.utc))
     except (SourceError, InputError) as error:
         click.echo(f"Error: {error}", err=True)
         sys.exit(2)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from typing import Any
 
 from e2e import cluster
 from e2e.kube import Kube, decisions_for
 from e2e.waiting import eventually
 
-from helpers import RESTRICTED_SPEC
+from helpers import RESTRICTED_SPEC, VGATE
 from test_admission import unique
 
 QUEUE = "scheduling.volcano.sh/queue-name"
@@ -115,3 +116,17 @@ def test_vgate_reads_the_cluster_with_its_chart_role_and_no_more(kube):
                                  "patch namespaces")}
     assert can == {"watch namespaces": "yes", "list namespaces": "yes", "list secrets": "no", "list pods": "no",
                    "create pods": "no", "patch namespaces": "no"}
+
+
+def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, tmp_path):
+    namespace = annotated_namespace(kube, unique("evaluated"), "batch")
+    name = unique("pod")
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(json.dumps({**plain_pod(name), "metadata": {"name": name, "namespace": namespace}}))
+    offline = subprocess.run([*VGATE, "eval", "--kubeconfig", str(cluster.KUBECONFIG), "-f", str(manifest),
+                              "-o", "json"], capture_output=True, text=True, timeout=120)
+    [verdict] = json.loads(offline.stdout)
+    [annotations] = [op["value"] for op in verdict["patch"] if op["path"] == "/metadata/annotations"]
+    assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(name)) == "batch")
+    assert kube.create(plain_pod(name), namespace=namespace).ok
+    assert annotations[QUEUE] == stored_queue(kube, namespace, name) == "batch"

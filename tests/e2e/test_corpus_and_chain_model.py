@@ -232,42 +232,65 @@ def test_quantities_are_served_in_the_canonical_form_the_model_writes(kube: Kube
     assert [canonical_quantity(written, round_up_to_milli=True) for written in QUANTITIES] == served
 
 
+IMAGE = "registry.example.com/app:1"
+
+
 def test_the_pod_group_volcanos_controller_creates_is_judged_by_eval_as_by_the_cluster(kube: Kube,
                                                                                        tmp_path: Path) -> None:
-    """A Job without a queue in a namespace whose queue-name annotation names a queue vgate does not
-    know. With Volcano as its chart installs it (no PodGroup mutator), the PodGroup its controller
-    creates keeps queue default and vgate admits it; `vgate eval` says the same of the same PodGroup.
-    Only where /podgroups/mutate is enabled does that PodGroup get the unknown queue and vgate refuse
-    it: eval says so with --volcano-enabled-admission (the model; this cluster has the chart's set)."""
-    namespace = f"queue-annotated-{uuid.uuid4().hex[:5]}"
-    annotated = {"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": namespace, "annotations": {"scheduling.volcano.sh/queue-name": "nowhere"}}}
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-           "metadata": {"name": "stuck", "namespace": namespace},
-           "spec": {"minAvailable": 1, "schedulerName": "volcano", "tasks": [{"name": "t", "replicas": 1, "template": {
-               "spec": {"containers": [{"name": "c", "image": "registry.example.com/app:1"}]}}}]}}
-    assert kube.apply(annotated).ok
-    created = kube.create(job)
+    """A Job without a queue in a namespace whose queue-name annotation names a queue. vgate watches
+    namespaces, so the annotation gives the Job its queue (as Volcano's PodGroup mutator would give
+    the PodGroup); the PodGroup Volcano's controller then creates carries it, and vgate admits it.
+    `vgate eval` with the Namespace says the same of the same Job and PodGroup. A namespace annotated
+    with a queue the config does not define: the Job itself is refused, in the cluster and by eval."""
+    def annotated(queue: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": f"queue-annotated-{uuid.uuid4().hex[:5]}",
+                             "annotations": {"scheduling.volcano.sh/queue-name": queue}}}
+
+    def job(namespace: str) -> dict[str, Any]:
+        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                "metadata": {"name": "stuck", "namespace": namespace},
+                "spec": {"minAvailable": 1, "schedulerName": "volcano", "tasks": [{"name": "t", "replicas": 1,
+                         "template": {"spec": {"containers": [{"name": "c", "image": IMAGE}]}}}]}}
+
+    def queue_vgate_gives(namespace: str) -> str | None:
+        """The queue of the Job as the API server would store it now (a dry run vgate answers too)."""
+        done = kube.run("create", "--dry-run=server", "-o", "json", "-f", "-", input_text=json.dumps(job(namespace)))
+        return json.loads(done.stdout)["spec"].get("queue") if done.ok else None
+
+    def evaluated(*manifests: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        path = tmp_path / f"{uuid.uuid4().hex[:6]}.yaml"
+        path.write_text(yaml.safe_dump_all(manifests))
+        done = subprocess.run([*cluster.VGATE_CLI, "eval", "-o", "json", "-f", str(path), "--with-volcano",
+                               "--config", str(cluster.VGATE_DIR / "vgate.yaml"), "--policies",
+                               str(cluster.VGATE_DIR / "policies")], capture_output=True, text=True,
+                              cwd=cluster.ROOT)
+        return done.returncode, json.loads(done.stdout)
+
+    batch = annotated("batch")
+    namespace = batch["metadata"]["name"]
+    assert kube.apply(batch).ok
+    assert eventually(lambda: queue_vgate_gives(namespace) == "batch")  # once vgate's watch has the namespace
+    created = kube.create(job(namespace))
     assert created.ok, created.stderr
     judged = eventually(lambda: [r for r in decisions_for(namespace) if r["kind"].endswith("/PodGroup")
                                  and r["endpoint"] == "validate" and r["operation"] == "CREATE"], timeout=60)
     assert judged and judged[0]["user"] == "system:serviceaccount:volcano-system:volcano-controllers"
     [stored] = eventually(lambda: kube.list("podgroups", namespace), timeout=30)
-    manifests = tmp_path / "job.yaml"
-    manifests.write_text(yaml.safe_dump_all([annotated, job]))
-
-    def evaluated(*extra: str) -> tuple[int, list[dict[str, Any]]]:
-        done = subprocess.run([*cluster.VGATE_CLI, "eval", "-o", "json", "-f", str(manifests), "--with-volcano",
-                               "--config", str(cluster.VGATE_DIR / "vgate.yaml"), "--policies",
-                               str(cluster.VGATE_DIR / "policies"), *extra], capture_output=True, text=True,
-                              cwd=cluster.ROOT)
-        return done.returncode, json.loads(done.stdout)
-
-    code, (job_verdict, group_verdict) = evaluated()
+    code, (job_verdict, group_verdict) = evaluated(batch, job(namespace))
     assert code == 0 and job_verdict["allowed"] is True and group_verdict["source"].endswith(CONTROLLER_MADE)
     assert group_verdict["allowed"] is judged[0]["allowed"] is True
-    assert group_verdict["object"]["spec"]["queue"] == stored["spec"]["queue"] == "default"
+    assert group_verdict["object"]["spec"]["queue"] == stored["spec"]["queue"] == "batch"
     assert group_verdict["object"]["spec"]["minMember"] == stored["spec"]["minMember"] == 1
-    code, (_, refused) = evaluated("--volcano-enabled-admission", "/jobs/mutate,/podgroups/mutate")
-    assert code == 1 and refused["allowed"] is False and refused["object"]["spec"]["queue"] == "nowhere"
-    assert {v["rule"] for v in refused["violations"] if v["action"] == "deny"} == {"scheduling-queue-allowed"}
+
+    nowhere = annotated("nowhere")
+    elsewhere = nowhere["metadata"]["name"]
+    assert kube.apply(nowhere).ok
+    assert eventually(lambda: "nowhere" in kube.run("create", "--dry-run=server", "-f", "-",
+                                                    input_text=json.dumps(job(elsewhere))).stderr)
+    refused = kube.create(job(elsewhere))
+    assert not refused.ok and "nowhere" in refused.stderr and kube.list("jobs.batch.volcano.sh", elsewhere) == []
+    code, verdicts = evaluated(nowhere, job(elsewhere))
+    [offline] = verdicts  # no PodGroup follows a refused Job
+    assert code == 1 and offline["allowed"] is False and 'queue "nowhere"' in str(offline["violations"])
+    assert {v["rule"] for v in offline["violations"] if v["action"] == "deny"} == {"scheduling-queue-allowed"}

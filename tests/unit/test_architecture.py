@@ -19,7 +19,7 @@ MAY_IMPORT = {
     "cluster": {"core"},
     "reports": {"core", "policy", "audit", "cluster"},
     "server": {"core", "files", "policy", "audit", "reports", "cluster"},
-    "offline": {"core", "files", "policy"},
+    "offline": {"core", "files", "policy", "cluster"},
 }
 # What would make the core do I/O, keep state or read the clock: modules, calls and attributes.
 IMPURE = {"os", "socket", "threading", "time", "subprocess", "logging", "requests", "flask", "gunicorn",

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import requests
+
+from ..cluster.api import ApiServer
+from ..core.errors import InputError
 from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
 from ..policy.regorus_engine import RegorusEngine
@@ -34,6 +38,7 @@ class EvalRequest:
     volcano_config: str | None = None
     crd_files: tuple[str, ...] = ()
     volcano_admissions: str | None = None
+    kubeconfig: str | None = None  # read the cluster's Namespaces (their labels and Volcano queue annotations)
 
     def volcano_modelled(self) -> bool:
         """Volcano's mutators are modelled when asked for, or when any of their settings is given."""
@@ -49,7 +54,9 @@ class EvalRequest:
 def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[str]]:
     """The verdicts, and a warning per policy exception the server would reject too.
 
-    Raises SourceError (config, policies) or InputError (manifests, CRDs, the model).
+    Raises SourceError (config, policies) or InputError (manifests, CRDs, the model); with
+    ``kubeconfig``, the cluster's Namespaces come first (a Namespace among the manifests overrides its
+    twin), and an API server that cannot be read is an InputError.
     """
     config = load_config(request.config_path)
     engine = RegorusEngine(load_policy_set(request.policy_dir), config.document)
@@ -58,8 +65,21 @@ def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[s
         with_volcano=request.volcano_modelled(),
         resource_groups=read_admission_config(request.volcano_config) if request.volcano_config else [],
         volcano_admissions=request.admissions())
+    if cluster is not None and request.kubeconfig:
+        _learn_namespaces(cluster, request.kubeconfig)
     exceptions, rejected = load_configured_exceptions(config.exceptions, now)
     warnings = [f"policy exception rejected (the server rejects it too): {error}" for error in rejected]
     verdicts = evaluate(load_manifests(list(request.files)), config, engine, exceptions,
                         operation=request.operation, namespace=request.namespace, user=request.user, cluster=cluster)
     return verdicts, warnings
+
+
+def _learn_namespaces(cluster: Cluster, kubeconfig: str) -> None:
+    """The live cluster's Namespaces into the model: labels (exemption) and Volcano queue annotations."""
+    try:
+        with ApiServer.from_kubeconfig(kubeconfig) as api:
+            namespaces = api.get("/api/v1/namespaces").get("items") or []
+    except (OSError, ValueError, KeyError, StopIteration, requests.RequestException) as error:
+        raise InputError(f"{kubeconfig}: cannot read the cluster's namespaces: {error}") from None
+    for namespace in namespaces:
+        cluster.learn({"apiVersion": "v1", "kind": "Namespace", "metadata": namespace.get("metadata") or {}})

@@ -138,3 +138,17 @@ def test_a_namespace_given_with_volcanos_queue_annotation_routes_its_pods_as_the
     [verdict] = json.loads(result.stdout)
     queue = [op["value"] for op in verdict["patch"] if op["path"] == "/metadata/annotations"]
     assert queue and queue[0]["scheduling.volcano.sh/queue-name"] == "batch", verdict["patch"]
+
+
+def test_a_cluster_that_cannot_be_read_is_bad_input(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "away",
+        "clusters": [{"name": "away", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "away", "user": {"token": "t"}}],
+        "contexts": [{"name": "away", "context": {"cluster": "away", "user": "away"}}]}))
+    result = vgate_eval("--kubeconfig", str(kubeconfig), "-f", str(POLICIES / "network-no-external" / "samples" /
+                                                                   "denied-no-egress-label.yaml"))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"Error: {kubeconfig}: cannot read the cluster's namespaces: ")
+    assert "Traceback" not in result.stderr
