@@ -59,6 +59,9 @@ class Metrics:
             "vgate_config_last_reload_successful",
             "1 if every worker's last reload succeeded (0: an old set is serving).",
             multiprocess_mode="livemin", registry=self.registry)
+        # 1 from the start: a worker still loading has had no reload fail, and the multiprocess value
+        # would otherwise read 0 until its first load ends (the minimum then said 0 for a healthy server).
+        self.reload_ok.set(1)
         self.cluster_synced = Gauge(
             "vgate_cluster_cache_synced", "1 once every worker has listed the kind (cluster.watch).",
             ["kind"], multiprocess_mode="livemin", registry=self.registry)
