@@ -161,8 +161,9 @@ named_queue := obj.spec.queue if is_volcano_job
 named_queue := obj.spec.queue if is_pod_group
 
 # The queue a workload runs in, for every rule that judges by queue (caps, QoS, priority classes):
-# the one it names, or, when it names none (empty, or Volcano's CRD default "default"), the one the
-# config assigns: queues.byNamespace, then the first queues.bySelector matching its labels, then
+# the one it names, or, when it names none (empty, or Volcano's CRD default "default"), the one its
+# namespace's Volcano annotation names (data.inventory, with cluster.watch), else the one the config
+# assigns: queues.byNamespace, then the first queues.bySelector matching its labels, then
 # queues.default, as vgate's mutation does. Nothing vgate writes (vgate.io/injected) is read: a
 # pod that forged it, or that /mutate never saw, is judged by the same queue as one mutated.
 queue := named_queue if _names_a_queue
@@ -177,7 +178,15 @@ _names_a_queue if {
 
 _queues := data.vgate.config.queues
 
-_configured_queue := by_namespace if {
+# The request's Namespace as vgate's cluster state holds it (Gatekeeper's data.inventory shape):
+# undefined without cluster.watch, in `vgate test`, or with a remote OPA not fed the inventory.
+_namespace := data.inventory.cluster.v1.Namespace[input.request.namespace]
+
+_namespace_queue := _namespace.metadata.annotations["scheduling.volcano.sh/queue-name"]
+
+_configured_queue := _namespace_queue if {
+	_namespace_queue != ""
+} else := by_namespace if {
 	by_namespace := object.get(_queues, "byNamespace", {})[input.request.namespace]
 } else := selected if {
 	selectors := object.get(_queues, "bySelector", [])

@@ -37,6 +37,20 @@ in_namespace(namespace, annotations) := json.patch(testing.pod({}, {}), [
 	{"op": "add", "path": "/request/object/metadata/annotations", "value": annotations},
 ])
 
+# A namespace annotated for Volcano (in the cluster state: data.inventory) wins over the config.
+test_the_namespaces_annotation_wins_over_the_config if {
+	inventory := {"cluster": {"v1": {"Namespace": {"ml-training": {"metadata": {
+		"name": "ml-training",
+		"annotations": {"scheduling.volcano.sh/queue-name": "batch"},
+	}}}}}}
+	workload.queue == "batch" with input as in_namespace("ml-training", {}) with data.vgate.config as testing.config
+		with data.inventory as inventory
+	workload.queue == "other" with input as in_namespace("ml-training", {"scheduling.volcano.sh/queue-name": "other"})
+		with data.vgate.config as testing.config with data.inventory as inventory
+	workload.queue == "default" with input as in_namespace("web", {}) with data.vgate.config as testing.config
+		with data.inventory as inventory
+}
+
 # The queue rules judge by: the named one, else the config's; vgate's own annotations never count.
 test_the_queue_is_the_named_one_else_the_configs if {
 	every case in [

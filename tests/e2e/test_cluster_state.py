@@ -130,3 +130,57 @@ def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, t
     assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(name)) == "batch")
     assert kube.create(plain_pod(name), namespace=namespace).ok
     assert annotations[QUEUE] == stored_queue(kube, namespace, name) == "batch"
+
+
+def deployment(name: str) -> dict[str, Any]:
+    """Pods asking for vgate-low: the training queue refuses that class, the batch queue allows only it."""
+    spec = {**copy.deepcopy(plain_pod(name)["spec"]), "priorityClassName": "vgate-low"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+
+def test_a_deployment_is_judged_by_the_queue_the_namespace_annotation_gives_its_pods(kube):
+    """A Deployment, which vgate does not mutate, is judged as the pod vgate's mutation will make of
+    its template: in the queue the namespace's annotation gives."""
+    namespace, name = "ml-training", unique("deploy")
+
+    def refusal() -> str:
+        result = kube.run("create", "-n", namespace, "--dry-run=server", "-f", "-",
+                          input_text=json.dumps(deployment(name)))
+        return "" if result.ok else result.stderr
+
+    assert 'queue "training" uses priority class "vgate-low"' in refusal()
+    annotate(kube, namespace, "batch")
+    try:
+        assert eventually(lambda: refusal() == "")
+    finally:
+        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
+    assert eventually(lambda: 'queue "training" uses priority class "vgate-low"' in refusal())
+
+
+def test_the_rules_read_the_annotation_from_the_cluster_state_when_mutate_was_skipped(kube):
+    """/validate of a pod that names no queue (the mutating webhook failed open, or was skipped): the
+    rules infer its queue from data.inventory, the cluster state the evaluator child is given."""
+    import requests
+
+    namespace = "ml-training"
+    pod = {**plain_pod("unmutated"), "metadata": {"name": "unmutated", "namespace": namespace}}
+    pod["spec"]["priorityClassName"] = "vgate-low"
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "e2e-unmutated", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": namespace,
+        "operation": "CREATE", "userInfo": {"username": "e2e"}, "object": pod}}
+
+    def refusal() -> str:
+        answer = requests.post(f"{cluster.VGATE_URL}/validate", json=review, timeout=10,
+                               verify=str(cluster.VGATE_DIR / "certs" / "ca.crt")).json()["response"]
+        return "" if answer["allowed"] else answer["status"]["message"]
+
+    assert 'queue "training" uses priority class "vgate-low"' in refusal()
+    annotate(kube, namespace, "batch")
+    try:
+        assert eventually(lambda: refusal() == "")
+    finally:
+        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
+    assert eventually(lambda: 'queue "training" uses priority class "vgate-low"' in refusal())

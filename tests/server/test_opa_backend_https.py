@@ -103,3 +103,25 @@ def test_mutation_does_not_need_opa(opa, opa_server):
     opa.stop()
     response = opa_server.post("/mutate", review(pod(namespace="ml-training"))).json()["response"]
     assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+
+
+def test_a_real_opa_is_given_the_cluster_state_as_data_inventory(real_opa, config):
+    """With cluster.watch and --opa-url, vgate puts the inventory at OPA's data.inventory when it
+    changes, as kube-mgmt replicates objects: OPA's rules then infer a queue from it as regorus's do."""
+    from webhook.core.contract import EngineInput
+    from webhook.policy.opa import OpaEngine
+    from webhook.policy.sources import load_policy_set
+
+    engine = OpaEngine(real_opa, load_policy_set(POLICIES), config.document, 5.0)
+    unnamed = pod("p", namespace="ml-training", priorityClassName="vgate-low")  # names no queue
+
+    def denial() -> str:
+        return " ".join(o.message for o in engine.evaluate(EngineInput.of(review(unnamed))).result.deny)
+
+    assert 'queue "training" uses priority class "vgate-low"' in denial()
+    annotated = {"cluster": {"v1": {"Namespace": {"ml-training": {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "ml-training", "annotations": {"scheduling.volcano.sh/queue-name": "batch"}}}}}}, "namespace": {}}
+    engine.inventory = lambda: (1, annotated)
+    assert "priority class" not in denial()
+    engine.inventory = lambda: (2, {"cluster": {}, "namespace": {}})
+    assert 'queue "training" uses priority class "vgate-low"' in denial()

@@ -44,6 +44,7 @@ class Informer:
         self.synced = threading.Event()
         self.last_contact: float | None = None  # when the API server last answered (list, event, bookmark)
         self.error: str | None = None
+        self.changes = 0  # bumped by every list and every change: what the inventory's version counts
         self._connect = connect
         self._watch_seconds = watch_seconds
         self._backoff = backoff_seconds
@@ -90,6 +91,7 @@ class Informer:
                 break
             params = {"limit": PAGE, "continue": token}
         self.store = fresh  # one assignment: readers see the old store or the new, never half of one
+        self.changes += 1
         self._contact()
         self.synced.set()
         return str(page["metadata"]["resourceVersion"])
@@ -103,8 +105,10 @@ class Informer:
             version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
             if kind in ("ADDED", "MODIFIED"):
                 self.store[_key(obj)] = self.watched.project(obj)
+                self.changes += 1
             elif kind == "DELETED":
                 self.store.pop(_key(obj), None)
+                self.changes += 1
         return version
 
     def _contact(self) -> None:

@@ -35,6 +35,7 @@ class ClusterState:
                  watch_seconds: int = 300) -> None:
         self.informers = {watched.kind: Informer(connect, watched, watch_seconds=watch_seconds)
                           for watched in kinds}
+        self._shaped: tuple[int, dict[str, Any]] = (-1, {})
 
     def start(self) -> None:
         for informer in self.informers.values():
@@ -64,6 +65,17 @@ class ClusterState:
         found = informer.get("", namespace) if informer is not None else None
         queue = ((found or {}).get("metadata") or {}).get("annotations", {}).get(QUEUE_ANNOTATION)
         return str(queue) if queue else None
+
+    def version(self) -> int:
+        """Grows with every change of any watched kind: engines replace their inventory when it does."""
+        return sum(informer.changes for informer in self.informers.values())
+
+    def versioned_inventory(self) -> tuple[int, dict[str, Any]]:
+        """The inventory and its version, shaped once per version."""
+        version = self.version()
+        if self._shaped[0] != version:
+            self._shaped = (version, self.inventory())
+        return self._shaped
 
     def inventory(self) -> dict[str, Any]:
         """Every object kept, in Gatekeeper's ``data.inventory`` shape."""

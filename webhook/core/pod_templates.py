@@ -39,7 +39,8 @@ def controller_name(request: AdmissionRequest) -> str:
     return request.name or (f"{metadata['generateName']}*" if metadata.get("generateName") else "(generated name)")
 
 
-def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], EngineInput]:
+def pod_of(request: AdmissionRequest, config: Config,
+           namespace_queue: str | None = None) -> tuple[dict[str, Any], EngineInput]:
     """The pod the controller will create, as /mutate delivers it, and the review to evaluate it in.
 
     Raises ValueError for a controller without a template object (the API server rejects those).
@@ -52,7 +53,7 @@ def pod_of(request: AdmissionRequest, config: Config) -> tuple[dict[str, Any], E
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
     as_created = dataclasses.replace(request, group="", version="v1", kind="Pod", resource="pods",
                                      operation="CREATE", sub_resource="", object=pod, old_object=None)
-    pod = jsonpatch.apply_patch(pod, mutate(as_created, config).patch)
+    pod = jsonpatch.apply_patch(pod, mutate(as_created, config, namespace_queue).patch)
     review = orjson.loads(orjson.dumps(request.review))
     review["request"].update(
         kind={"group": "", "version": "v1", "kind": "Pod"}, resource={"group": "", "version": "v1", "resource": "pods"},

@@ -55,7 +55,7 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
 
 
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
-             now: datetime) -> Validation:
+             now: datetime, namespace_queue: str | None = None) -> Validation:
     """Evaluate the policies on one request and decide.
 
     A pod controller is evaluated as the pod its template will create (``pod_templates``).
@@ -77,7 +77,7 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     try:
         evaluated = EngineInput(request.raw, request.review)
         if controller:
-            obj, evaluated = pod_of(request, config)
+            obj, evaluated = pod_of(request, config, namespace_queue)
         answer = engine.evaluate(evaluated)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"

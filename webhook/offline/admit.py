@@ -64,21 +64,22 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
 
 def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
           exceptions: Sequence[PolicyException] = (), *, cluster: Cluster | None = None,
-          **review_options: Any) -> OfflineResult:
+          namespace_queue: str | None = None, **review_options: Any) -> OfflineResult:
     """Mutate, apply the patch, and validate the mutated object, as the API server chains them.
 
     With ``cluster``, the object first goes through the modelled admission chain (defaults,
     built-in plugins, other webhooks, reinvocation: ``chain.model``), as a real API server
-    delivers it; without, it is judged as written.
+    delivers it; without, it is judged as written (``namespace_queue``: its namespace's Volcano
+    queue annotation, which the model otherwise reads from its Namespaces).
     """
     if cluster is not None:
         return _admit_through_chain(manifest, config, engine, exceptions, cluster, **review_options)
     review = review_for(manifest, **review_options)
     submitted = review["request"]["object"]
-    mutation = mutate(_request(review, config), config)
+    mutation = mutate(_request(review, config), config, namespace_queue)
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
-    return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions))
+    return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions, namespace_queue))
 
 
 def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:
@@ -87,8 +88,9 @@ def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:
 
 
 def _judge(review: dict[str, Any], config: Config, engine: PolicyEngine,
-           exceptions: Sequence[PolicyException]) -> Validation:
-    return validate(_request(review, config), engine, config, exceptions, now=datetime.now(timezone.utc))
+           exceptions: Sequence[PolicyException], namespace_queue: str | None = None) -> Validation:
+    return validate(_request(review, config), engine, config, exceptions, now=datetime.now(timezone.utc),
+                    namespace_queue=namespace_queue)
 
 
 def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
@@ -110,4 +112,5 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
     if not cluster.calls_vgate(namespace):
         return OfflineResult(manifest, mutation, delivery.final, Validation(Decision(), exempt=True), delivery)
     review = review_for(delivery.final, operation=operation, namespace=namespace, **options)
-    return OfflineResult(manifest, mutation, delivery.final, _judge(review, config, engine, exceptions), delivery)
+    judged = _judge(review, config, engine, exceptions, cluster.namespace_queue(namespace))
+    return OfflineResult(manifest, mutation, delivery.final, judged, delivery)

@@ -27,6 +27,7 @@ from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import ManifestError, ModelError, RequestError
 from ..core.policy_exceptions import PolicyException
+from ..policy.regorus_engine import RegorusEngine
 from .admit import OfflineResult, admit
 from .chain.job_controller import CONTROLLER_USER, is_volcano_job, pod_group_for
 from .chain.model import Cluster, Delivery
@@ -134,11 +135,14 @@ def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine
     With the chain model, an admitted Volcano Job is followed by the PodGroup its controller creates."""
     context = Cluster.build(config.document) if cluster is None else cluster
     judged = [(source, manifest) for source, manifest in manifests if not context.learn(manifest)]
+    if context.namespaces and isinstance(engine, RegorusEngine):
+        engine.set_inventory(context.inventory())  # as the server's policies read its cluster state
     verdicts = []
     for source, manifest in judged:
         try:
+            where = namespace or (manifest.get("metadata") or {}).get("namespace") or "default"
             result = admit(manifest, config, engine, exceptions, cluster=cluster, operation=operation,
-                           namespace=namespace, user=user)
+                           namespace=namespace, user=user, namespace_queue=context.namespace_queue(where))
         except RequestError as exc:
             raise ManifestError(f"{source}: {exc.message}") from exc
         except ModelError as exc:

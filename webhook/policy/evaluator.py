@@ -3,8 +3,10 @@
 The first frame is the policy set and config; the answer is ``{"name", "rvm_refusal"}`` once the
 set is compiled and warmed up, or ``{"policy_error": [file, line, reason]}``. Every later frame is
 an operation byte (``E`` evaluate, ``I`` the interpreter alone) and an AdmissionReview's bytes;
-the answer is ``{"answer", "engine", "fallback"}`` or ``{"error"}``. The child asks the kernel to
-kill it when its parent dies, so an endless evaluation cannot outlive the worker that started it.
+the answer is ``{"answer", "engine", "fallback"}`` or ``{"error"}``. ``D`` and a JSON document
+replace ``data.inventory`` (the cluster state) for later evaluations; the answer is
+``{"ok": true}``. The child asks the kernel to kill it when its parent dies, so an endless
+evaluation cannot outlive the worker that started it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import orjson
 
 from ..core.errors import EvaluationError, PolicyError
-from .isolated import INTERPRET, read_frame, write_frame
+from .isolated import INTERPRET, INVENTORY, read_frame, write_frame
 from .regorus_engine import RegorusEngine
 from .sources import PolicySet
 
@@ -68,6 +70,9 @@ def load(request: dict[str, Any]) -> tuple[RegorusEngine | None, dict[str, Any]]
 
 def answer(engine: RegorusEngine, frame: bytes) -> dict[str, Any]:
     operation, raw = frame[:1], frame[1:]
+    if operation == INVENTORY:
+        engine.set_inventory(orjson.loads(raw))
+        return {"ok": True}
     try:
         if operation == INTERPRET:
             return {"answer": engine.answer_interpreted(raw), "engine": "interpreter"}

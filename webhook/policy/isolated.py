@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -33,7 +34,8 @@ from ..core.contract import EngineInput, Evaluation, PolicyResult, parse_result
 from ..core.errors import EvaluationError, EvaluatorGone, EvaluatorTimeout, PolicyError
 from .sources import PolicySet
 
-EVALUATE, INTERPRET = b"E", b"I"
+EVALUATE, INTERPRET, INVENTORY = b"E", b"I", b"D"
+Inventory = Callable[[], tuple[int, dict[str, Any]]]  # (version, data.inventory), e.g. ClusterState's
 
 
 class IsolatedEngine:
@@ -48,6 +50,8 @@ class IsolatedEngine:
         self._timeout = timeout
         self._budget = load_budget
         self._lock = threading.Lock()
+        self.inventory: Inventory | None = None  # the cluster state, given to the child when it changes
+        self._sent_version = -1
         # The current child, if any (none after one was stopped, until the next evaluation starts one);
         # in a list so that one finalizer, which may not hold the engine, stops whichever it is then.
         self._children: list[_Child] = []
@@ -76,6 +80,7 @@ class IsolatedEngine:
                 except PolicyError as error:
                     raise EvaluationError(f"the policy evaluator could not be restarted: {error.reason}") from None
             try:
+                self._send_inventory()
                 reply = self._children[0].ask(frame, self._timeout)
             except EvaluatorTimeout:
                 _stop_all(self._children)
@@ -87,6 +92,15 @@ class IsolatedEngine:
         if "error" in reply:
             raise EvaluationError(reply["error"])
         return reply
+
+    def _send_inventory(self) -> None:
+        """The cluster state to the child, when it changed since the child last had it (lock held)."""
+        if self.inventory is None:
+            return
+        version, inventory = self.inventory()
+        if version != self._sent_version:
+            self._children[0].ask(INVENTORY + orjson.dumps(inventory), self._timeout)
+            self._sent_version = version
 
     def _start(self) -> dict[str, Any]:
         """Start a child with the policy set compiled and warmed up, within the load budget; its ready
@@ -106,6 +120,7 @@ class IsolatedEngine:
             file, line, reason = ready["policy_error"]
             raise PolicyError(file, line, reason)
         self._children[:] = [child]
+        self._sent_version = -1  # a new child has no inventory yet
         return ready
 
 

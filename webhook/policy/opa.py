@@ -9,6 +9,7 @@ retry, so a down or slow OPA costs at most one timeout and is then answered per 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,10 +36,14 @@ class OpaEngine:
         self._config = config_document
         self._data_pushed = False
         self._lock = threading.Lock()
+        # the cluster state, put at data.inventory when it changes (as kube-mgmt replicates objects)
+        self.inventory: Callable[[], tuple[int, dict[str, Any]]] | None = None
+        self._pushed_version = -1
 
     def evaluate(self, request: EngineInput) -> Evaluation:
         try:
             self._push_config()
+            self._push_inventory()
             answer = self._client.query_rule(request.document, "vgate/main", "result")
         except requests.Timeout:
             raise EvaluationError(f"OPA at {self.url} did not answer within {self._client.timeout}s") from None
@@ -58,6 +63,16 @@ class OpaEngine:
             if not self._data_pushed:
                 self._client.update_or_create_data(self._config, "vgate/config")
                 self._data_pushed = True
+
+
+    def _push_inventory(self) -> None:
+        if self.inventory is None:
+            return
+        version, inventory = self.inventory()
+        if version != self._pushed_version:
+            with self._lock:
+                self._client.update_or_create_data(inventory, "inventory")
+                self._pushed_version = version
 
 
 def _one_line(exc: Exception) -> str:

@@ -94,7 +94,8 @@ class RegorusEngine:
     def __init__(self, policy_set: PolicySet, config_document: dict[str, Any]) -> None:
         self.revision = policy_set.revision
         self._policy_set = policy_set
-        self._data = {"vgate": {"config": config_document}}
+        self._data: dict[str, Any] = {"vgate": {"config": config_document}}
+        self._data_version = 0  # each thread's engines take the data again when it grows
         # Parse and run once with the interpreter first: it names the file and line of errors the
         # RVM reports less well, including those found only at evaluation (an unsafe variable).
         try:
@@ -138,6 +139,11 @@ class RegorusEngine:
         """The interpreter's unchecked result object."""
         return self._engines_for_this_thread().run_interpreter(raw.decode("utf-8"))
 
+    def set_inventory(self, inventory: dict[str, Any]) -> None:
+        """The cluster state policies read as ``data.inventory`` (Gatekeeper's shape), from now on."""
+        self._data = {"vgate": self._data["vgate"], "inventory": inventory}
+        self._data_version += 1
+
     def _engines_for_this_thread(self) -> _ThreadEngines:
         table: dict[int, tuple[weakref.ref[RegorusEngine], _ThreadEngines]] = (
             _thread_engines.__dict__.setdefault("table", {}))
@@ -146,7 +152,10 @@ class RegorusEngine:
         entry = table.get(id(self))
         if entry is None or entry[0]() is not self:
             engines = _ThreadEngines(self._policy_set, self._data, self._program, part_entries(self._policy_set))
+            engines.data_version = self._data_version
             entry = table[id(self)] = (weakref.ref(self), engines)
+        if entry[1].data_version != self._data_version:
+            entry[1].set_data(self._data, self._data_version)
         return entry[1]
 
 
@@ -159,6 +168,7 @@ class _ThreadEngines:
         self._data = data
         self._parts = parts or []
         self._interpreter: Any = None
+        self.data_version = 0
         self.vm: Any = None
         if program is not None:
             loaded, _ = regorus.Program.deserialize_binary(program)
@@ -198,6 +208,16 @@ class _ThreadEngines:
             for kind in merged:
                 merged[kind] += answer.get(kind, [])
         return merged, None
+
+    def set_data(self, data: dict[str, Any], version: int) -> None:
+        """Replace the data both engines evaluate against (the config, and the inventory with it)."""
+        self._data, self.data_version = data, version
+        text = json.dumps(data)
+        if self.vm is not None:
+            self.vm.set_data_json(text)
+        if self._interpreter is not None:
+            self._interpreter.clear_data()
+            self._interpreter.add_data_json(text)
 
     def run_interpreter(self, input_json: str) -> Any:
         """The interpreter's result; an EvaluationError with file, line and reason if it fails."""

@@ -95,7 +95,8 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
-        result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc))
+        result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
+                          namespace_queue=self._namespace_queue(request.namespace))
         if result.engine:
             self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:

@@ -72,6 +72,10 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
     if settings.opa_url:
         isolated.close()
         engine = OpaEngine(settings.opa_url, policy_set, config.document, settings.opa_timeout)
+    if cluster is not None:  # policies read the cluster state as data.inventory
+        isolated.inventory = cluster.versioned_inventory
+        if isinstance(engine, OpaEngine):
+            engine.inventory = cluster.versioned_inventory
     mirror = sys.stdout.fileno() if config.audit.mirror_to_stdout else None
     decisions = DecisionLog(config.audit.dir, mirror_fd=mirror) if audit else None
     exceptions, rejected = load_configured_exceptions(config.exceptions, datetime.now(timezone.utc))

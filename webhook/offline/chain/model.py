@@ -108,6 +108,13 @@ class Cluster:
         queue = ((self.namespaces.get(namespace) or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
         return str(queue) if queue else None
 
+    def inventory(self) -> dict[str, Any]:
+        """The Namespaces given to the model as the server's policies see the cluster state
+        (``data.inventory``, Gatekeeper's shape)."""
+        return {"cluster": {"v1": {"Namespace": {
+            name: {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+            for name, metadata in self.namespaces.items()}}}, "namespace": {}}
+
     def calls_vgate(self, namespace: str) -> bool:
         """Whether the webhooks' namespaceSelector lets the API server call vgate in ``namespace``."""
         labels = (self.namespaces.get(namespace) or {}).get("labels") or {}
