@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from e2e import cluster
@@ -30,6 +32,16 @@ def annotated_namespace(kube: Kube, name: str, queue: str | None) -> str:
 def annotate(kube: Kube, namespace: str, queue: str) -> None:
     result = kube.run("annotate", "namespace", namespace, f"{QUEUE}={queue}", "--overwrite")
     assert result.ok, result.stderr
+
+
+@contextmanager
+def annotation(kube: Kube, namespace: str, queue: str) -> Iterator[None]:
+    """The namespace annotated with ``queue`` while the block runs, and not after."""
+    annotate(kube, namespace, queue)
+    try:
+        yield
+    finally:
+        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
 
 
 def plain_pod(name: str) -> dict[str, Any]:
@@ -72,11 +84,8 @@ def test_the_namespaces_queue_annotation_wins_over_the_config(kube):
 def test_the_annotation_wins_over_queues_by_namespace(kube):
     namespace = "ml-inference"  # the config maps it to the inference queue
     assert dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference"
-    annotate(kube, namespace, "batch")
-    try:
+    with annotation(kube, namespace, "batch"):
         assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "batch")
-    finally:
-        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
         assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference")
 
 
@@ -132,6 +141,16 @@ def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, t
     assert annotations[QUEUE] == stored_queue(kube, namespace, name) == "batch"
 
 
+def assert_follows_the_annotation(kube: Kube, namespace: str, refusal: Callable[[], str]) -> None:
+    """Refused as the training queue's (vgate-low is not its class), admitted while the namespace is
+    annotated batch (whose class it is), refused again once the annotation is gone."""
+    training = 'queue "training" uses priority class "vgate-low"'
+    assert training in refusal()
+    with annotation(kube, namespace, "batch"):
+        assert eventually(lambda: refusal() == "")
+    assert eventually(lambda: training in refusal())
+
+
 def deployment(name: str) -> dict[str, Any]:
     """Pods asking for vgate-low: the training queue refuses that class, the batch queue allows only it."""
     spec = {**copy.deepcopy(plain_pod(name)["spec"]), "priorityClassName": "vgate-low"}
@@ -150,13 +169,7 @@ def test_a_deployment_is_judged_by_the_queue_the_namespace_annotation_gives_its_
                           input_text=json.dumps(deployment(name)))
         return "" if result.ok else result.stderr
 
-    assert 'queue "training" uses priority class "vgate-low"' in refusal()
-    annotate(kube, namespace, "batch")
-    try:
-        assert eventually(lambda: refusal() == "")
-    finally:
-        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
-    assert eventually(lambda: 'queue "training" uses priority class "vgate-low"' in refusal())
+    assert_follows_the_annotation(kube, namespace, refusal)
 
 
 def test_the_rules_read_the_annotation_from_the_cluster_state_when_mutate_was_skipped(kube):
@@ -177,10 +190,4 @@ def test_the_rules_read_the_annotation_from_the_cluster_state_when_mutate_was_sk
                                verify=str(cluster.VGATE_DIR / "certs" / "ca.crt")).json()["response"]
         return "" if answer["allowed"] else answer["status"]["message"]
 
-    assert 'queue "training" uses priority class "vgate-low"' in refusal()
-    annotate(kube, namespace, "batch")
-    try:
-        assert eventually(lambda: refusal() == "")
-    finally:
-        assert kube.run("annotate", "namespace", namespace, f"{QUEUE}-").ok
-    assert eventually(lambda: 'queue "training" uses priority class "vgate-low"' in refusal())
+    assert_follows_the_annotation(kube, namespace, refusal)
