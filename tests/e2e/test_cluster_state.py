@@ -86,7 +86,7 @@ def test_the_annotation_wins_over_queues_by_namespace(kube):
     assert dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference"
     with annotation(kube, namespace, "batch"):
         assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "batch")
-        assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference")
+    assert eventually(lambda: dry_run_queue(kube, namespace, plain_pod(unique("pod"))) == "inference")
 
 
 def test_a_changed_annotation_reaches_the_next_pod(kube):
