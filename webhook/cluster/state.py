@@ -9,10 +9,10 @@ inventory read them unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..core.queues import QUEUE_ANNOTATION
+from ..core.queues import annotated_queue
 from .api import ApiServer
 from .informer import Informer, Watched
 
@@ -25,6 +25,18 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 NAMESPACES = Watched("v1", "Namespace", "/api/v1/namespaces", False, _metadata)
+Store = Mapping[tuple[str, str], dict[str, Any]]  # (namespace, name) -> the object kept
+
+
+def shaped_inventory(stores: Iterable[tuple[Watched, Store]]) -> dict[str, Any]:
+    """Objects of each watched kind in Gatekeeper's ``data.inventory`` shape: what the server's
+    evaluator is given and what `vgate eval` gives its rules."""
+    shaped: dict[str, Any] = {"cluster": {}, "namespace": {}}
+    for watched, store in stores:
+        for (namespace, name), obj in list(store.items()):
+            where = shaped["namespace"].setdefault(namespace, {}) if watched.namespaced else shaped["cluster"]
+            where.setdefault(watched.group_version, {}).setdefault(watched.kind, {})[name] = obj
+    return shaped
 KINDS = {"namespaces": NAMESPACES}
 
 
@@ -49,9 +61,6 @@ class ClusterState:
         """Whether every kind has been listed once (before that, nothing is known)."""
         return all(informer.synced.is_set() for informer in self.informers.values())
 
-    def not_synced(self) -> list[str]:
-        return sorted(kind for kind, informer in self.informers.items() if not informer.synced.is_set())
-
     def freshness(self, now: float) -> dict[str, dict[str, Any]]:
         """Per kind: synced, objects held, seconds since the API server last answered, the last error."""
         return {kind: {"synced": informer.synced.is_set(), "objects": len(informer.store),
@@ -63,8 +72,7 @@ class ClusterState:
         """The queue Volcano takes from the namespace's annotation; None if it names none."""
         informer = self.informers.get("Namespace")
         found = informer.get("", namespace) if informer is not None else None
-        queue = ((found or {}).get("metadata") or {}).get("annotations", {}).get(QUEUE_ANNOTATION)
-        return str(queue) if queue else None
+        return annotated_queue((found or {}).get("metadata"))
 
     def version(self) -> int:
         """Grows with every change of any watched kind: engines replace their inventory when it does."""
@@ -79,10 +87,4 @@ class ClusterState:
 
     def inventory(self) -> dict[str, Any]:
         """Every object kept, in Gatekeeper's ``data.inventory`` shape."""
-        shaped: dict[str, Any] = {"cluster": {}, "namespace": {}}
-        for informer in self.informers.values():
-            watched = informer.watched
-            for (namespace, name), obj in list(informer.store.items()):
-                where = shaped["namespace"].setdefault(namespace, {}) if watched.namespaced else shaped["cluster"]
-                where.setdefault(watched.group_version, {}).setdefault(watched.kind, {})[name] = obj
-        return shaped
+        return shaped_inventory((informer.watched, informer.store) for informer in self.informers.values())

@@ -12,6 +12,7 @@ it; the server counts and logs what it says. Implementations live in ``webhook.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,6 +64,11 @@ class Evaluation:
     result: PolicyResult
     engine: str
     fallback: str | None = None  # why the RVM did not answer, when the interpreter did
+
+
+# Where an engine takes the cluster state policies read as data.inventory: (version, inventory); a
+# new version is given to the policies before the next evaluation (cluster.state.ClusterState's).
+Inventory = Callable[[], tuple[int, dict[str, Any]]]
 
 
 class PolicyEngine(Protocol):

@@ -14,12 +14,19 @@ Were ``default`` the user's choice, no Job or PodGroup would ever get its namesp
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .config import Config
 from .workloads import selector_matches
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 VOLCANO_DEFAULT_QUEUE = "default"
+
+
+def annotated_queue(namespace_metadata: Mapping[str, Any] | None) -> str | None:
+    """The queue a Namespace's metadata names in Volcano's annotation; None when it names none."""
+    queue = ((namespace_metadata or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
+    return str(queue) if queue else None
 
 
 def is_chosen(requested: str | None) -> bool:

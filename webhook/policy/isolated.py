@@ -25,17 +25,15 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from ..core.contract import EngineInput, Evaluation, PolicyResult, parse_result
+from ..core.contract import EngineInput, Evaluation, Inventory, PolicyResult, parse_result
 from ..core.errors import EvaluationError, EvaluatorGone, EvaluatorTimeout, PolicyError
 from .sources import PolicySet
 
 EVALUATE, INTERPRET, INVENTORY = b"E", b"I", b"D"
-Inventory = Callable[[], tuple[int, dict[str, Any]]]  # (version, data.inventory), e.g. ClusterState's
 
 
 class IsolatedEngine:

@@ -9,14 +9,13 @@ retry, so a down or slow OPA costs at most one timeout and is then answered per 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from opa_client import OpaClient
 
-from ..core.contract import ENTRY_RULE, EngineInput, Evaluation, parse_result
+from ..core.contract import ENTRY_RULE, EngineInput, Evaluation, Inventory, parse_result
 from ..core.errors import ConfigError, EvaluationError
 from .sources import PolicySet
 
@@ -37,7 +36,7 @@ class OpaEngine:
         self._data_pushed = False
         self._lock = threading.Lock()
         # the cluster state, put at data.inventory when it changes (as kube-mgmt replicates objects)
-        self.inventory: Callable[[], tuple[int, dict[str, Any]]] | None = None
+        self.inventory: Inventory | None = None
         self._pushed_version = -1
 
     def evaluate(self, request: EngineInput) -> Evaluation:

@@ -29,8 +29,9 @@ from typing import Any
 
 import jsonpatch
 
+from ...cluster.state import NAMESPACES, shaped_inventory
 from ...core.errors import AdmissionRefused, ModelError
-from ...core.queues import QUEUE_ANNOTATION
+from ...core.queues import annotated_queue
 from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
@@ -105,15 +106,14 @@ class Cluster:
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue a Namespace given to the model names in Volcano's annotation, as the server's
         cluster state reads it; None when not annotated (or not given)."""
-        queue = ((self.namespaces.get(namespace) or {}).get("annotations") or {}).get(QUEUE_ANNOTATION)
-        return str(queue) if queue else None
+        return annotated_queue(self.namespaces.get(namespace))
 
     def inventory(self) -> dict[str, Any]:
         """The Namespaces given to the model as the server's policies see the cluster state
         (``data.inventory``, Gatekeeper's shape)."""
-        return {"cluster": {"v1": {"Namespace": {
-            name: {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
-            for name, metadata in self.namespaces.items()}}}, "namespace": {}}
+        kept = {("", name): NAMESPACES.project({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
+                for name, metadata in self.namespaces.items()}
+        return shaped_inventory([(NAMESPACES, kept)])
 
     def calls_vgate(self, namespace: str) -> bool:
         """Whether the webhooks' namespaceSelector lets the API server call vgate in ``namespace``."""

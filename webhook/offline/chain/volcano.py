@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from ...core.errors import ModelError
+from ...core.queues import QUEUE_ANNOTATION
 from .core_defaults import canonicalize_resources
 
 # What Volcano's chart (v1.14) enables, its webhook-manager's --enabled-admission: no PodGroup or Pod
@@ -37,7 +38,6 @@ from .core_defaults import canonicalize_resources
 CHART_ADMISSIONS = ("/jobs/mutate", "/jobs/validate", "/podgroups/validate", "/queues/mutate", "/queues/validate",
                     "/hypernodes/validate", "/cronjobs/validate")
 RESOURCE_GROUP_ANNOTATION = "volcano.sh/resource-group"
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 def mutate_job(job: dict[str, Any]) -> None:
