@@ -102,7 +102,7 @@ def chart_values_with(values_text: str, block: str) -> str:
 
 def derived_files(root: Path) -> dict[Path, str]:
     """Each file derived from the example config, with the text it must have now."""
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    text = DEFAULT_CONFIG_PATH.read_text()
     values, rego = root / "charts" / "vgate" / "values.yaml", root / REGO_MODULE
-    return {values: chart_values_with(values.read_text(), chart_config_block()),
-            rego: rego_module_with(rego.read_text(), rego_config(document))}
+    return {values: chart_values_with(values.read_text(), chart_config_block(text)),
+            rego: rego_module_with(rego.read_text(), rego_config(yaml.safe_load(text)))}
