@@ -120,11 +120,14 @@ def test_the_annotation_cannot_take_a_tenant_into_another_tenants_queue(kube):
 
 def test_vgate_reads_the_cluster_with_its_chart_role_and_no_more(kube):
     account = "system:serviceaccount:vgate-system:vgate"
-    can = {verb_resource: kube.run("auth", "can-i", *verb_resource.split(), f"--as={account}").stdout.strip()
-           for verb_resource in ("watch namespaces", "list namespaces", "list secrets", "list pods", "create pods",
-                                 "patch namespaces")}
-    assert can == {"watch namespaces": "yes", "list namespaces": "yes", "list secrets": "no", "list pods": "no",
-                   "create pods": "no", "patch namespaces": "no"}
+    reads = ("namespaces", "nodes", "pods", "queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh",
+             "priorityclasses.scheduling.k8s.io")
+    writes = ("list secrets", "get configmaps", "create pods", "create pods/binding", "create bindings",
+              "patch namespaces", "patch nodes", "update podgroups.scheduling.volcano.sh", "delete pods")
+    asked = [f"{verb} {resource}" for resource in reads for verb in ("get", "list", "watch")] + list(writes)
+    can = {question: kube.run("auth", "can-i", *question.split(), f"--as={account}").stdout.strip()
+           for question in asked}
+    assert can == {question: "no" if question in writes else "yes" for question in asked}
 
 
 def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, tmp_path):

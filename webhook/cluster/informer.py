@@ -32,6 +32,8 @@ class Watched:
     path: str  # the collection's path, e.g. /api/v1/namespaces
     namespaced: bool
     project: Projection
+    in_inventory: bool = True  # given to policies as data.inventory; False: kept for bindings only
+    index: Callable[[dict[str, Any]], str | None] | None = None  # a secondary key (a pod's PodGroup)
 
 
 class Informer:
@@ -41,6 +43,7 @@ class Informer:
                  backoff_seconds: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.watched = watched
         self.store: dict[tuple[str, str], dict[str, Any]] = {}
+        self.indexed: dict[tuple[str, str], set[str]] = {}  # (namespace, index key) -> names, with ``index``
         self.synced = threading.Event()
         self.last_contact: float | None = None  # when the API server last answered (list, event, bookmark)
         self.error: str | None = None
@@ -90,7 +93,10 @@ class Informer:
             if not token:
                 break
             params = {"limit": PAGE, "continue": token}
-        self.store = fresh  # one assignment: readers see the old store or the new, never half of one
+        indexed: dict[tuple[str, str], set[str]] = {}
+        for key, kept in fresh.items():
+            self._index(indexed, key, kept, add=True)
+        self.store, self.indexed = fresh, indexed  # readers see the old store or the new, never half of one
         self.changes += 1
         self._contact()
         self.synced.set()
@@ -104,12 +110,39 @@ class Informer:
             self._contact()
             version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
             if kind in ("ADDED", "MODIFIED"):
-                self.store[_key(obj)] = self.watched.project(obj)
-                self.changes += 1
+                self.put(obj)
             elif kind == "DELETED":
-                self.store.pop(_key(obj), None)
-                self.changes += 1
+                self.remove(obj)
         return version
+
+    def put(self, obj: dict[str, Any]) -> None:
+        """Keep an object as added or modified (a watch event, or a manifest given to `vgate eval`)."""
+        key, kept = _key(obj), self.watched.project(obj)
+        before = self.store.get(key)
+        if kept != before:  # a status-only change (a node's heartbeat) changes nothing kept
+            self._index(self.indexed, key, before, add=False)
+            self.store[key] = kept
+            self._index(self.indexed, key, kept, add=True)
+            self.changes += 1
+
+    def remove(self, obj: dict[str, Any]) -> None:
+        before = self.store.pop(_key(obj), None)
+        if before is not None:
+            self._index(self.indexed, _key(obj), before, add=False)
+            self.changes += 1
+
+    def _index(self, indexed: dict[tuple[str, str], set[str]], key: tuple[str, str], kept: dict[str, Any] | None,
+               *, add: bool) -> None:
+        found = self.watched.index(kept) if kept is not None and self.watched.index is not None else None
+        if found is None:
+            return
+        names = indexed.setdefault((key[0], found), set())
+        if add:
+            names.add(key[1])
+        else:
+            names.discard(key[1])
+            if not names:
+                del indexed[(key[0], found)]
 
     def _contact(self) -> None:
         self.last_contact = self._clock()

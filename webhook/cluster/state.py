@@ -9,22 +9,100 @@ inventory read them unchanged.
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..core.queues import annotated_queue
+from ..core.queues import QUEUE_ANNOTATION, annotated_queue
 from .api import ApiServer
 from .informer import Informer, Watched
 
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"  # the PodGroup Volcano's controllers put a pod in
+KEPT_POD_ANNOTATIONS = (GROUP_ANNOTATION, QUEUE_ANNOTATION)
 
-def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    """The metadata rules read: name, namespace, labels, annotations."""
+
+def _interned(mapping: Any) -> dict[str, str]:
+    """Labels with their keys and values interned: 100,000 pods share a few hundred distinct strings."""
+    if not isinstance(mapping, dict):
+        return {}
+    return {sys.intern(str(key)): sys.intern(str(value)) for key, value in mapping.items()}
+
+
+def _metadata(obj: dict[str, Any], annotations: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The metadata rules read: name, namespace, labels, annotations (only ``annotations`` if given)."""
     metadata = obj.get("metadata") or {}
-    kept = {key: metadata[key] for key in ("name", "namespace", "labels", "annotations") if key in metadata}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+    kept: dict[str, Any] = {key: metadata[key] for key in ("name", "namespace") if key in metadata}
+    if metadata.get("labels"):
+        kept["labels"] = _interned(metadata["labels"])
+    found = metadata.get("annotations") or {}
+    if annotations is not None:
+        found = {key: found[key] for key in annotations if key in found}
+    if found:
+        kept["annotations"] = _interned(found)
+    owners = [{"kind": sys.intern(str(owner.get("kind"))), "name": owner.get("name")}
+              for owner in metadata.get("ownerReferences") or [] if isinstance(owner, dict)]
+    if owners:
+        kept["ownerReferences"] = owners
+    return kept
 
 
-NAMESPACES = Watched("v1", "Namespace", "/api/v1/namespaces", False, _metadata)
+def _object(obj: dict[str, Any], metadata: dict[str, Any], **rest: Any) -> dict[str, Any]:
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata, **rest}
+
+
+def _spec(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    return {key: spec[key] for key in keys if key in spec}
+
+
+def _namespace(obj: dict[str, Any]) -> dict[str, Any]:
+    return _object(obj, _metadata(obj))
+
+
+def _node(obj: dict[str, Any]) -> dict[str, Any]:
+    """A node's labels and taints: its status (heartbeats every few seconds) is not kept, so those
+    changes change nothing here and do not resend the inventory."""
+    return _object(obj, _metadata(obj, ()), spec=_spec(obj, ("taints", "unschedulable")))
+
+
+def _pod(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a binding's rules and the placement report need of a pod, and no more: its labels, its
+    PodGroup, its owner, where it is bound and what it asked of its node."""
+    spec = _spec(obj, ("nodeName", "nodeSelector", "runtimeClassName", "schedulerName"))
+    required = ((((obj.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    if "nodeSelector" in spec:
+        spec["nodeSelector"] = _interned(spec["nodeSelector"])
+    return _object(obj, _metadata(obj, KEPT_POD_ANNOTATIONS), spec=spec)
+
+
+def _with_spec(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Metadata and these spec fields, never status: a Queue's or PodGroup's status changes with every job."""
+    return lambda obj: _object(obj, _metadata(obj), spec=_spec(obj, keys))
+
+
+def _priority_class(obj: dict[str, Any]) -> dict[str, Any]:
+    return _object(obj, _metadata(obj), **{key: obj[key] for key in ("value", "globalDefault") if key in obj})
+
+
+def _pod_group_of(pod: dict[str, Any]) -> str | None:
+    return (pod["metadata"].get("annotations") or {}).get(GROUP_ANNOTATION)
+
+
+NAMESPACES = Watched("v1", "Namespace", "/api/v1/namespaces", False, _namespace)
+NODES = Watched("v1", "Node", "/api/v1/nodes", False, _node)
+QUEUES = Watched("scheduling.volcano.sh/v1beta1", "Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", False,
+                 _with_spec(("weight", "capability", "reclaimable", "parent")))
+PRIORITY_CLASSES = Watched("scheduling.k8s.io/v1", "PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                           False, _priority_class)
+# Pods and PodGroups grow with the workload: kept for bindings and the placement record, not given
+# to policies as data.inventory (which is resent whole to the evaluator when it changes).
+PODS = Watched("v1", "Pod", "/api/v1/pods", True, _pod, in_inventory=False, index=_pod_group_of)
+POD_GROUPS = Watched("scheduling.volcano.sh/v1beta1", "PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+                     True, _with_spec(("minMember", "queue", "priorityClassName")), in_inventory=False)
 Store = Mapping[tuple[str, str], dict[str, Any]]  # (namespace, name) -> the object kept
 
 
@@ -37,7 +115,14 @@ def shaped_inventory(stores: Iterable[tuple[Watched, Store]]) -> dict[str, Any]:
             where = shaped["namespace"].setdefault(namespace, {}) if watched.namespaced else shaped["cluster"]
             where.setdefault(watched.group_version, {}).setdefault(watched.kind, {})[name] = obj
     return shaped
-KINDS = {"namespaces": NAMESPACES}
+
+
+KINDS = {watched.kind: watched for watched in (NAMESPACES, NODES, QUEUES, PRIORITY_CLASSES, PODS, POD_GROUPS)}
+RECENT_BIND_SECONDS = 300.0  # how long a binding this worker allowed counts before the pod watch shows it
+
+
+def _never_connect() -> ApiServer:
+    raise RuntimeError("this cluster state holds given objects and watches nothing")
 
 
 class ClusterState:
@@ -48,6 +133,21 @@ class ClusterState:
         self.informers = {watched.kind: Informer(connect, watched, watch_seconds=watch_seconds)
                           for watched in kinds}
         self._shaped: tuple[int, dict[str, Any]] = (-1, {})
+        self._bound: dict[tuple[str, str], tuple[str, float]] = {}  # bindings this worker allowed, not yet watched
+
+    @classmethod
+    def of_objects(cls, objects: Iterable[dict[str, Any]]) -> ClusterState:
+        """A cluster state holding these objects and nothing else, never watching: `vgate eval`'s and
+        `vgate test`'s, so a Binding among their manifests is judged by the server's own code."""
+        state = cls(_never_connect)
+        by_type = {(watched.group_version, watched.kind): watched.kind for watched in KINDS.values()}
+        for obj in objects:
+            kind = by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+            if kind is not None:
+                state.informers[kind].put(obj)
+        for informer in state.informers.values():
+            informer.synced.set()
+        return state
 
     def start(self) -> None:
         for informer in self.informers.values():
@@ -70,13 +170,58 @@ class ClusterState:
 
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue Volcano takes from the namespace's annotation; None if it names none."""
-        informer = self.informers.get("Namespace")
-        found = informer.get("", namespace) if informer is not None else None
+        found = self._get("Namespace", "", namespace)
         return annotated_queue((found or {}).get("metadata"))
 
+    def _get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        informer = self.informers.get(kind)
+        return informer.get(namespace, name) if informer is not None else None
+
+    def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
+        """What a binding's rules judge (``input.binding``): the pod, the node, the pod's PodGroup and
+        where its other members are placed; or why it cannot be told (a kind not listed yet, a pod or
+        node the watch has not delivered yet), which the caller answers per server.failureMode."""
+        missing = [kind for kind in ("Pod", "Node") if kind not in self.informers
+                   or not self.informers[kind].synced.is_set()]
+        if missing:
+            return f"the cluster state has not been listed yet: {', '.join(missing)}"
+        pod = self._get("Pod", namespace, pod_name)
+        if pod is None:
+            return f"pod {namespace}/{pod_name} is not in vgate's cluster state yet (created moments ago?)"
+        node = self._get("Node", "", node_name)
+        if node is None:
+            return f"node {node_name} is not in vgate's cluster state yet (added moments ago?)"
+        group = _pod_group_of(pod)
+        return {"pod": pod, "node": node, "podGroup": self._get("PodGroup", namespace, group) if group else None,
+                "members": self._members(namespace, pod_name, group, zone_label) if group else []}
+
+    def _members(self, namespace: str, pod_name: str, group: str, zone_label: str) -> list[dict[str, Any]]:
+        """The PodGroup's other pods already placed, each with its node and that node's zone: the
+        watched pods with a nodeName, and the bindings this worker allowed that the watch has not shown."""
+        now = time.monotonic()
+        informer = self.informers["Pod"]
+        placed: dict[str, str] = {}
+        for name in sorted(informer.indexed.get((namespace, group), ())):
+            node = ((informer.get(namespace, name) or {}).get("spec") or {}).get("nodeName")
+            if node and name != pod_name:
+                placed[name] = node
+        for (bound_namespace, name), (node, at) in list(self._bound.items()):
+            if now - at > RECENT_BIND_SECONDS:
+                self._bound.pop((bound_namespace, name), None)
+            elif bound_namespace == namespace and name != pod_name and name not in placed and \
+                    _pod_group_of(informer.get(namespace, name) or {"metadata": {}}) == group:
+                placed[name] = node
+        return [{"pod": name, "node": node,
+                 "zone": ((self._get("Node", "", node) or {}).get("metadata", {}).get("labels") or {}).get(zone_label)}
+                for name, node in placed.items()]
+
+    def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
+        """A binding this worker allowed: its PodGroup's next member sees it before the pod watch does."""
+        self._bound[(namespace, pod_name)] = (node_name, time.monotonic())
+
     def version(self) -> int:
-        """Grows with every change of any watched kind: engines replace their inventory when it does."""
-        return sum(informer.changes for informer in self.informers.values())
+        """Grows with every change of a kind given to policies: engines replace their inventory when it does."""
+        return sum(informer.changes for informer in self.informers.values() if informer.watched.in_inventory)
 
     def versioned_inventory(self) -> tuple[int, dict[str, Any]]:
         """The inventory and its version, shaped once per version."""
@@ -87,4 +232,5 @@ class ClusterState:
 
     def inventory(self) -> dict[str, Any]:
         """Every object kept, in Gatekeeper's ``data.inventory`` shape."""
-        return shaped_inventory((informer.watched, informer.store) for informer in self.informers.values())
+        return shaped_inventory((informer.watched, informer.store) for informer in self.informers.values()
+                                if informer.watched.in_inventory)
