@@ -239,3 +239,44 @@ levels_under(rule, review, settings) := {r.msg: r.level | some r in results} if 
 message(result) := result if is_string(result)
 
 message(result) := result.msg if is_object(result)
+
+# A Binding of pod `p` (`pod_labels`, `pod_spec`, in PodGroup g) in ml-training to a node with
+# `node_labels` and `taints`, the PodGroup's other members already placed as `members`
+# ([{"pod", "node", "zone"}]): input.binding as vgate's cluster state gives it.
+binding(pod_labels, pod_spec, node_labels, taints, members) := {
+	"apiVersion": "admission.k8s.io/v1",
+	"kind": "AdmissionReview",
+	"request": {
+		"uid": "test",
+		"kind": {"group": "", "version": "v1", "kind": "Binding"},
+		"resource": {"group": "", "version": "v1", "resource": "pods"},
+		"subResource": "binding",
+		"operation": "CREATE",
+		"namespace": "ml-training",
+		"name": "p",
+		"object": {
+			"apiVersion": "v1", "kind": "Binding",
+			"metadata": {"name": "p", "namespace": "ml-training"},
+			"target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+		},
+	},
+	"binding": {
+		"pod": {
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": {
+				"name": "p", "namespace": "ml-training", "labels": pod_labels,
+				"annotations": {"scheduling.k8s.io/group-name": "g"},
+			},
+			"spec": pod_spec,
+		},
+		"node": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": node_labels}, "spec": {"taints": taints}},
+		"podGroup": null,
+		"members": members,
+	},
+}
+
+# A node in zone-a with memory encryption (SEV-SNP).
+encrypted_node_a := {
+	"topology.kubernetes.io/zone": "zone-a",
+	"node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true",
+}

@@ -152,6 +152,30 @@ required_node_terms(spec) := object.get(
 	[],
 )
 
+zone_label := placement.zoneLabel
+
+# The zones a pod spec may land in: its nodeSelector's zone, and the zones of its required node
+# affinity when every term names one (terms are ORed: one term without a zone pins nothing).
+pinned_zones(spec) := selector_zones(spec) | affinity_zones(spec)
+
+selector_zones(spec) := {zone | zone := object.get(spec, ["nodeSelector", zone_label], null); zone != null}
+
+term_zones(term) := {value |
+	some expression in object.get(term, "matchExpressions", [])
+	expression.key == zone_label
+	expression.operator == "In"
+	count(expression.values) == 1
+	some value in expression.values
+}
+
+affinity_zones(spec) := {zone | some term in required_node_terms(spec); some zone in term_zones(term)} if {
+	terms := required_node_terms(spec)
+	count(terms) > 0
+	every term in terms {
+		count(term_zones(term)) == 1
+	}
+} else := set()
+
 containers(spec) := array.concat(object.get(spec, "initContainers", []), object.get(spec, "containers", []))
 
 named_queue := obj.metadata.annotations["scheduling.volcano.sh/queue-name"] if is_pod

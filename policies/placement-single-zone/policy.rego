@@ -17,34 +17,12 @@ import rego.v1
 import data.vgate.lib.workload.is_sensitive
 import data.vgate.lib.workload.judged_specs
 import data.vgate.lib.workload.obj
-import data.vgate.lib.workload.required_node_terms
+import data.vgate.lib.workload.pinned_zones
 import data.vgate.lib.workload.sensitive_label
-
-zone_label := data.vgate.config.placement.zoneLabel
-
-selector_zones(spec) := {zone | zone := object.get(spec, ["nodeSelector", zone_label], null); zone != null}
-
-term_zones(term) := {value |
-	some expression in object.get(term, "matchExpressions", [])
-	expression.key == zone_label
-	expression.operator == "In"
-	count(expression.values) == 1
-	some value in expression.values
-}
-
-term_pins_one_zone(term) if count(term_zones(term)) == 1
-
-# Node selector terms are ORed: the affinity pins a zone only if every term does.
-affinity_zones(spec) := {zone | some term in required_node_terms(spec); some zone in term_zones(term)} if {
-	terms := required_node_terms(spec)
-	count(terms) > 0
-	every term in terms {
-		term_pins_one_zone(term)
-	}
-} else := set()
+import data.vgate.lib.workload.zone_label
 
 # The zones each pod template may land in, computed once per evaluation.
-template_zones[judged.where] := selector_zones(judged.spec) | affinity_zones(judged.spec) if {
+template_zones[judged.where] := pinned_zones(judged.spec) if {
 	some judged in judged_specs
 }
 

@@ -106,22 +106,23 @@ def test_cert_manager_issues_the_certificate_and_injects_the_ca():
         configuration = rendered[f"{kind}/vgate"]
         annotations = configuration["metadata"]["annotations"]
         assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/vgate-serving"
-        assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
+        assert all("caBundle" not in webhook["clientConfig"] for webhook in configuration["webhooks"])
 
 
 def test_without_cert_manager_the_ca_bundle_value_is_used():
     bundle = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
     rendered = check.by_name(render({"tls": {"secretName": "vgate-tls", "caBundle": bundle}}))
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        assert rendered[f"{kind}/vgate"]["webhooks"][0]["clientConfig"]["caBundle"] == bundle
+        assert {w["clientConfig"]["caBundle"] for w in rendered[f"{kind}/vgate"]["webhooks"]} == {bundle}
     assert not any(key.startswith("Certificate/") for key in rendered)
 
 
 def test_webhooks_url_routes_both_configurations_by_url_instead_of_the_service():
     rendered = check.by_name(render({"webhooks": {"url": "https://192.0.2.10:8443/"}}))
     for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
-        client = rendered[f"{kind}/vgate"]["webhooks"][0]["clientConfig"]
-        assert client["url"] == "https://192.0.2.10:8443" + path and "service" not in client
+        for webhook in rendered[f"{kind}/vgate"]["webhooks"]:
+            client = webhook["clientConfig"]
+            assert client["url"] == "https://192.0.2.10:8443" + path and "service" not in client
     for bad in ("http://192.0.2.10:8443", "https://host/path", "https://host?x=1"):
         with pytest.raises(Exception, match="url"):
             render({"webhooks": {"url": bad}})
@@ -200,10 +201,10 @@ def test_the_break_glass_label_opts_a_namespace_out_of_both_webhooks(tmp_path):
         cluster = Cluster.build(config.document)
         cluster.learn({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            selector = rendered[f"{kind}/vgate"]["webhooks"][0]["namespaceSelector"]
-            called = selects(selector, {**labels, "kubernetes.io/metadata.name": name})
-            assert called is cluster.calls_vgate(name), (kind, name, labels)
-            assert called is (name in {"team-a", "team-c"})
+            for webhook in rendered[f"{kind}/vgate"]["webhooks"]:  # the binding webhook's selector too
+                called = selects(webhook["namespaceSelector"], {**labels, "kubernetes.io/metadata.name": name})
+                assert called is cluster.calls_vgate(name), (webhook["name"], name, labels)
+                assert called is (name in {"team-a", "team-c"})
 
 
 def test_the_dashboard_and_alerts_query_only_metrics_vgate_exposes():

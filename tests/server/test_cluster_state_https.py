@@ -37,3 +37,34 @@ def test_a_cold_cluster_state_is_not_ready_and_mutation_uses_the_config(tmp_path
     assert 'vgate_cluster_cache_synced{kind="Namespace"} 0.0' in metrics
     answer = server.post("/mutate", review(pod("web", namespace="ml-training"))).json()["response"]
     assert answer["allowed"] and answer.get("patch")  # mutation does not wait for the cluster
+
+
+def pod_binding(name: str, node: str) -> dict:
+    """What the API server sends for a pods/binding CREATE."""
+    sent = review({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": "ml-training"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+    sent["request"].update(resource={"group": "", "version": "v1", "resource": "pods"}, subResource="binding")
+    return sent
+
+
+def test_a_binding_is_refused_while_the_cluster_state_is_cold_and_the_refusal_recorded(tmp_path, start_server):
+    (tmp_path / "ca.crt").write_text("")
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["cluster"] = {"watch": True, "kubeconfig": unreachable_kubeconfig(tmp_path / "kubeconfig",
+                                                                                 tmp_path / "ca.crt")}
+    server = start_server(config_text=yaml.safe_dump(document), workers=1, ready_path="/healthz")
+    answer = server.post("/validate", pod_binding("train-0", "zone-a-sev-1")).json()["response"]
+    assert not answer["allowed"] and answer["status"]["code"] == 500
+    assert "cannot judge this binding: the cluster state has not been listed yet: Pod, Node" in \
+        answer["status"]["message"] and "failure mode is deny" in answer["status"]["message"]
+    [record] = [r for r in server.decisions() if r["kind"] == "v1/Binding"]
+    assert record["decision"] == "error" and record["allowed"] is False and record["subResource"] == "binding"
+    assert record["binding"] == {"pod": "train-0", "node": "zone-a-sev-1",
+                                 "unknown": "the cluster state has not been listed yet: Pod, Node"}
+
+
+def test_a_binding_without_cluster_watch_is_never_allowed_unjudged(start_server):
+    server = start_server()  # the shipped config: cluster.watch off
+    answer = server.post("/validate", pod_binding("train-0", "zone-a-sev-1")).json()["response"]
+    assert not answer["allowed"]
+    assert "judges bindings from the cluster state, and cluster.watch is off" in answer["status"]["message"]

@@ -145,6 +145,10 @@ class Config:
         return self.document["qos"]
 
     @property
+    def placement(self) -> dict[str, Any]:
+        return self.document["placement"]
+
+    @property
     def priority_values(self) -> dict[str, int]:
         return self.document["priorityClasses"]["values"]
 

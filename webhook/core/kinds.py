@@ -22,6 +22,7 @@ class Workload(str, Enum):
     POD_CONTROLLER = "pod controller"
     EPHEMERAL_CONTAINERS = "pods/ephemeralcontainers"
     RESIZE = "pods/resize"
+    BINDING = "Binding"
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class AdmissionKind:
     pod_specs: str = "none"     # "self" (the object is a pod), "tasks" (one template per task),
     #                             "template" (spec.template), "jobTemplate" (spec.jobTemplate.spec.template)
     update_mutable: tuple[str, ...] = ()  # what an UPDATE may change that rules judge (docs/operators.md, write paths)
+    operations: tuple[str, ...] = ("CREATE", "UPDATE")  # what the validating webhook is sent
+    subresource: str = ""       # also written as this subresource of another resource ("pods/binding")
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -60,6 +63,11 @@ KINDS: tuple[AdmissionKind, ...] = (
     _controller("", "ReplicationController", "replicationcontrollers"),
     _controller("batch", "Job", "jobs"),
     _controller("batch", "CronJob", "cronjobs", pod_specs="jobTemplate"),
+    # Where the scheduler puts a pod: judged against the node it names and the cluster state (the
+    # binding webhook, registered apart: its failure policy is its own). The legacy `bindings`
+    # resource binds as pods/binding does: both are registered, or one would be a way around the other.
+    AdmissionKind("", "v1", "Binding", "bindings", Workload.BINDING, operations=("CREATE",),
+                  subresource="pods/binding"),
 )
 
 # The pod subresources whose writes change what rules judge (UPDATE only): kubectl debug's added

@@ -8,9 +8,10 @@ silently admits what it was meant to stop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
@@ -55,10 +56,14 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
 
 
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
-             now: datetime, namespace_queue: str | None = None) -> Validation:
+             now: datetime, namespace_queue: str | None = None,
+             binding: Mapping[str, Any] | str | None = None) -> Validation:
     """Evaluate the policies on one request and decide.
 
-    A pod controller is evaluated as the pod its template will create (``pod_templates``).
+    A pod controller is evaluated as the pod its template will create (``pod_templates``). A Binding
+    is evaluated with ``binding`` (the pod, node and PodGroup the cluster state holds) as
+    ``input.binding``; when that is a reason instead (not known yet, or no cluster state), the
+    binding is answered per server.failureMode like an evaluation that failed: never allowed unjudged.
     """
     workload = classify(request)
     if workload is None:
@@ -74,10 +79,15 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     controller = workload is Workload.POD_CONTROLLER
     if controller and not template_changed(request):
         return Validation(Decision())
+    if workload is Workload.BINDING and not isinstance(binding, Mapping):
+        reason = binding or "vgate judges bindings from the cluster state, and cluster.watch is off"
+        return _failed(request, f"cannot judge this binding: {reason}", engine.revision, config.server.failure_mode)
     try:
         evaluated = EngineInput(request.raw, request.review)
         if controller:
             obj, evaluated = pod_of(request, config, namespace_queue)
+        elif isinstance(binding, Mapping) and workload is Workload.BINDING:
+            obj, evaluated = binding["pod"], EngineInput.of({**request.review, "binding": dict(binding)})
         answer = engine.evaluate(evaluated)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"

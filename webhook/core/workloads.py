@@ -31,6 +31,8 @@ def classify(request: AdmissionRequest) -> Workload | None:
     if kind is None:
         return None
     if request.sub_resource:
+        if kind.subresource:  # a Binding written as pods/binding
+            return kind.workload if kind.subresource == f"{request.resource}/{request.sub_resource}" else None
         judged = POD_SUBRESOURCES.get(request.sub_resource) if kind.workload is Workload.POD else None
         return judged[0] if judged else None
     return kind.workload

@@ -16,6 +16,7 @@ from typing import Any
 import jsonpatch
 import orjson
 
+from ..cluster.placement import binding_target
 from ..core.admission import AdmissionRequest, Decision, decode_review
 from ..core.config import Config
 from ..core.contract import PolicyEngine
@@ -32,6 +33,7 @@ class OfflineResult:
     mutated: dict[str, Any]  # what validation judged
     validation: Validation
     delivery: Delivery | None = None  # the modelled admission chain, unless judged as submitted
+    evaluated: dict[str, Any] | None = None  # what the rules were given, when not the review of ``mutated``
 
 
 def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace: str | None = None,
@@ -80,6 +82,26 @@ def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
     return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions, namespace_queue))
+
+
+def is_binding(manifest: dict[str, Any]) -> bool:
+    return manifest.get("apiVersion") == "v1" and manifest.get("kind") == "Binding"
+
+
+def admit_binding(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
+                  exceptions: Sequence[PolicyException], cluster: Cluster, **review_options: Any) -> OfflineResult:
+    """Judge a Binding (as pods/binding) against the Nodes and Pods given before it, with the
+    server's own cluster-state code; an allowed one puts its pod on the node for the bindings after it."""
+    review = review_for(manifest, **review_options)
+    review["request"].update(resource={"group": "", "version": "v1", "resource": "pods"}, subResource="binding")
+    request = _request(review, config)
+    node = binding_target(request)
+    context = cluster.binding_context(request.namespace, request.name, node, config.placement["zoneLabel"])
+    validation = validate(request, engine, config, exceptions, now=datetime.now(timezone.utc), binding=context)
+    if validation.decision.allowed and isinstance(context, dict):
+        cluster.place(request.namespace, request.name, node)
+    evaluated = {**review, "binding": context} if isinstance(context, dict) else None
+    return OfflineResult(manifest, Mutation(), review["request"]["object"], validation, evaluated=evaluated)
 
 
 def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:

@@ -28,7 +28,7 @@ from ..core.contract import PolicyEngine
 from ..core.errors import ManifestError, ModelError, RequestError
 from ..core.policy_exceptions import PolicyException
 from ..policy.regorus_engine import RegorusEngine
-from .admit import OfflineResult, admit
+from .admit import OfflineResult, admit, admit_binding, is_binding
 from .chain.job_controller import CONTROLLER_USER, is_volcano_job, pod_group_for
 from .chain.model import Cluster, Delivery
 
@@ -141,8 +141,13 @@ def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine
     for source, manifest in judged:
         try:
             where = namespace or (manifest.get("metadata") or {}).get("namespace") or "default"
-            result = admit(manifest, config, engine, exceptions, cluster=cluster, operation=operation,
-                           namespace=namespace, user=user, namespace_queue=context.namespace_queue(where))
+            if is_binding(manifest):  # judged against the Nodes and Pods given (or read) before it
+                result = admit_binding(manifest, config, engine, exceptions, context, namespace=namespace, user=user)
+            else:
+                result = admit(manifest, config, engine, exceptions, cluster=cluster, operation=operation,
+                               namespace=namespace, user=user, namespace_queue=context.namespace_queue(where))
+                if result.validation.decision.allowed and operation == "CREATE":
+                    context.remember(result.mutated)  # a Pod a later Binding may name
         except RequestError as exc:
             raise ManifestError(f"{source}: {exc.message}") from exc
         except ModelError as exc:

@@ -17,6 +17,7 @@ from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
 from ..policy.regorus_engine import RegorusEngine
 from ..policy.sources import load_policy_set
+from .admit import is_binding
 from .chain.crd_defaults import read_crd_file
 from .chain.model import Cluster
 from .chain.volcano import CHART_ADMISSIONS, read_admission_config
@@ -65,21 +66,31 @@ def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[s
         with_volcano=request.volcano_modelled(),
         resource_groups=read_admission_config(request.volcano_config) if request.volcano_config else [],
         volcano_admissions=request.admissions())
+    manifests = load_manifests(list(request.files))
     if cluster is not None and request.kubeconfig:
-        _learn_namespaces(cluster, request.kubeconfig)
+        _learn_cluster(cluster, request.kubeconfig,
+                       {str((m.get("metadata") or {}).get("namespace") or request.namespace or "default")
+                        for _, m in manifests if is_binding(m)})
     exceptions, rejected = load_configured_exceptions(config.exceptions, now)
     warnings = [f"policy exception rejected (the server rejects it too): {error}" for error in rejected]
-    verdicts = evaluate(load_manifests(list(request.files)), config, engine, exceptions,
+    verdicts = evaluate(manifests, config, engine, exceptions,
                         operation=request.operation, namespace=request.namespace, user=request.user, cluster=cluster)
     return verdicts, warnings
 
 
-def _learn_namespaces(cluster: Cluster, kubeconfig: str) -> None:
-    """The live cluster's Namespaces into the model: labels (exemption) and Volcano queue annotations."""
+def _learn_cluster(cluster: Cluster, kubeconfig: str, binding_namespaces: set[str]) -> None:
+    """The live cluster into the model: Namespaces (labels for exemption, Volcano queue annotations),
+    and for Bindings among the manifests the Nodes and the Pods of the namespaces they bind in."""
     try:
         with ApiServer.from_kubeconfig(kubeconfig) as api:
             namespaces = api.get("/api/v1/namespaces").get("items") or []
+            nodes = api.get("/api/v1/nodes").get("items") or [] if binding_namespaces else []
+            pods = [pod for namespace in sorted(binding_namespaces)
+                    for pod in api.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []]
     except (OSError, ValueError, KeyError, StopIteration, requests.RequestException) as error:
-        raise InputError(f"{kubeconfig}: cannot read the cluster's namespaces: {error}") from None
+        raise InputError(f"{kubeconfig}: cannot read the cluster: {error}") from None
     for namespace in namespaces:
         cluster.learn({"apiVersion": "v1", "kind": "Namespace", "metadata": namespace.get("metadata") or {}})
+    for kind, objects in (("Node", nodes), ("Pod", pods)):  # a list's items carry no apiVersion and kind
+        for obj in objects:
+            cluster.remember({"apiVersion": "v1", "kind": kind, **obj})

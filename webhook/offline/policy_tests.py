@@ -23,7 +23,7 @@ from ..core.contract import EngineInput
 from ..core.errors import EvaluationError
 from ..policy.regorus_engine import RegorusEngine, compile_engine, policy_error
 from ..policy.sources import load_policy_set, package_of, test_rules
-from .admit import admit, review_for
+from .admit import OfflineResult, admit, admit_binding, is_binding, review_for
 from .chain.model import Cluster
 
 
@@ -77,24 +77,39 @@ def _run_one(engine: Any, rule: str, path: str, line: int) -> UnitTest:
 
 def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
     """Walk every rule folder's samples through the modelled admission chain (the API server's
-    defaults and plugins, vgate's mutation), then validation, as a cluster would deliver them."""
+    defaults and plugins, vgate's mutation), then validation, as a cluster would deliver them.
+
+    A sample's last document is the one judged; the documents before it are its setup, in order
+    (Namespaces and Nodes it is judged among, Pods a Binding names, Bindings that place them), and
+    each of those must be admitted.
+    """
     policy_dir = Path(policy_dir)
     engine = RegorusEngine(load_policy_set(policy_dir), config.document)
-    cluster = Cluster.build(config.document)
     checks = []
     for sample in sorted(policy_dir.glob("*/samples/*.yaml")):
         rule_id = sample.parent.parent.name
         expected = "allowed" if sample.name.startswith("allowed") else rule_id
         denied_as_expected = () if expected == "allowed" else tuple(sorted({rule_id, *also_denied_by(sample)}))
-        for manifest in yaml.safe_load_all(sample.read_text()):
-            if not manifest:
-                continue
-            result = admit(manifest, config, engine, cluster=cluster)
-            denied_by = tuple(sorted({o.rule for o in result.validation.rules("deny")}))
-            passed = denied_by == denied_as_expected and not result.validation.error
-            agree = bool(result.validation.error) or _engines_agree(engine, result.mutated)  # an error fails it anyway
-            checks.append(SampleCheck(str(sample), expected, denied_by, passed and agree, agree))
+        cluster = Cluster.build(config.document)
+        *setup, judged = [manifest for manifest in yaml.safe_load_all(sample.read_text()) if manifest]
+        refused = [_judge_in(cluster, manifest, config, engine) for manifest in setup if not cluster.learn(manifest)]
+        result = _judge_in(cluster, judged, config, engine)
+        denied_by = tuple(sorted({o.rule for o in result.validation.rules("deny")}))
+        passed = denied_by == denied_as_expected and not result.validation.error
+        passed = passed and all(r.validation.decision.allowed for r in refused)
+        agree = bool(result.validation.error) or _engines_agree(engine, result)  # an error fails it anyway
+        checks.append(SampleCheck(str(sample), expected, denied_by, passed and agree, agree))
     return checks
+
+
+def _judge_in(cluster: Cluster, manifest: dict[str, Any], config: Config, engine: RegorusEngine) -> OfflineResult:
+    """Admit one document in the cluster its sample builds up: an admitted Pod or PodGroup is kept."""
+    if is_binding(manifest):
+        return admit_binding(manifest, config, engine, (), cluster)
+    result = admit(manifest, config, engine, cluster=cluster)
+    if result.validation.decision.allowed:
+        cluster.remember(result.mutated)
+    return result
 
 
 def also_denied_by(sample: Path) -> list[str]:
@@ -103,9 +118,9 @@ def also_denied_by(sample: Path) -> list[str]:
     return [rule.strip() for rule in first[len(marker):].split(",")] if first.startswith(marker) else []
 
 
-def _engines_agree(engine: RegorusEngine, mutated: dict[str, Any]) -> bool:
-    """Whether the engine that serves requests and the interpreter decide ``mutated`` alike."""
-    request = EngineInput.of(review_for(mutated))
+def _engines_agree(engine: RegorusEngine, result: OfflineResult) -> bool:
+    """Whether the engine that serves requests and the interpreter decide what was judged alike."""
+    request = EngineInput.of(result.evaluated or review_for(result.mutated))
     try:
         return engine.evaluate(request).result == engine.evaluate_interpreted(request)
     except EvaluationError:

@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.log import DecisionLog
+from ..cluster.placement import binding_target, placement_record
 from ..cluster.state import ClusterState
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import AuditError, RequestError
+from ..core.kinds import Workload
 from ..core.mutation import Mutation, mutate
 from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate
-from ..core.workloads import HANDLED_KINDS
+from ..core.workloads import HANDLED_KINDS, classify
 from .metrics import Metrics
 
 log = logging.getLogger("vgate")
@@ -83,6 +85,13 @@ class Gateway:
     def _namespace_queue(self, namespace: str) -> str | None:
         return self.cluster.namespace_queue(namespace) if self.cluster is not None and namespace else None
 
+    def _binding_context(self, request: AdmissionRequest) -> dict[str, Any] | str | None:
+        """What the cluster state knows of a binding's pod and node (``validate``'s ``binding``)."""
+        if self.cluster is None:
+            return None
+        return self.cluster.binding_context(request.namespace, request.name, binding_target(request),
+                                            self.config.placement["zoneLabel"])
+
     def _unrecorded(self, decision: Decision) -> Decision:
         """The answer to a decision the log could not take: refused under audit.failureMode deny."""
         if self.config.audit.failure_mode != "deny":
@@ -95,8 +104,9 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
+        binding = self._binding_context(request) if classify(request) is Workload.BINDING else None
         result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
-                          namespace_queue=self._namespace_queue(request.namespace))
+                          namespace_queue=self._namespace_queue(request.namespace), binding=binding)
         if result.engine:
             self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:
@@ -106,9 +116,14 @@ class Gateway:
             self.metrics.errors.labels("validate", "evaluation").inc()
         for outcome in result.outcomes:
             self.metrics.violations.labels(outcome.rule, outcome.action).inc()
+        placed = None
+        if classify(request) is Workload.BINDING and not result.exempt:
+            placed = placement_record(request, binding, self.config.placement)
+            if result.decision.allowed and self.cluster is not None and not request.dry_run:
+                self.cluster.note_bound(request.namespace, request.name, placed["node"])
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result),
-                                exceptions=self._exceptions_used(result))
+                                exceptions=self._exceptions_used(result), binding=placed)
         return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:
@@ -139,7 +154,7 @@ class Gateway:
         recorded = self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
-            "resource": request.resource,
+            "resource": request.resource, **({"subResource": request.sub_resource} if request.sub_resource else {}),
             "namespace": request.namespace, "name": request.name, "dryRun": request.dry_run,
             "decision": outcome, "allowed": decision.allowed, "message": decision.message or None,
             "policyRevision": self.revision, "latencyMs": round(elapsed * 1000, 3),

@@ -23,20 +23,34 @@ sys.path.insert(0, str(ROOT / "tests" / "core"))
 from test_write_paths import table
 
 
-def registered(kind: str) -> set[tuple[str, str, str, str]]:
-    """(group, version, resource, operation) of every rule of the chart's webhook configuration."""
-    [configuration] = [d for d in render(trusted({})) if d["kind"] == kind]
-    return {(group, version, resource, operation) for rule in configuration["webhooks"][0]["rules"]
+def registered(kind: str, webhook: str, values: dict | None = None) -> set[tuple[str, str, str, str]]:
+    """(group, version, resource, operation) of every rule of one webhook of the chart's configuration."""
+    [configuration] = [d for d in render(trusted(values or {})) if d["kind"] == kind]
+    return {(group, version, resource, operation) for hook in configuration["webhooks"] if hook["name"] == webhook
+            for rule in hook["rules"]
             for group in rule["apiGroups"] for version in rule["apiVersions"] for resource in rule["resources"]
             for operation in rule["operations"]}
 
 
 def test_the_charts_webhooks_register_exactly_the_registrys_kinds():
     mutated = {(k.group, k.version, k.resource, "CREATE") for k in KINDS if k.mutated}
-    judged = {(k.group, k.version, k.resource, op) for k in KINDS for op in ("CREATE", "UPDATE")}
+    judged = {(k.group, k.version, k.resource, op) for k in KINDS for op in k.operations
+              if k.workload is not Workload.BINDING}
     judged |= {("", "v1", f"pods/{sub}", "UPDATE") for sub in POD_SUBRESOURCES}
-    assert registered("MutatingWebhookConfiguration") == mutated
-    assert registered("ValidatingWebhookConfiguration") == judged
+    bindings = {(k.group, k.version, resource, op) for k in KINDS if k.workload is Workload.BINDING
+                for resource in (k.resource, k.subresource) for op in k.operations}
+    assert registered("MutatingWebhookConfiguration", "mutate.vgate.io") == mutated
+    assert registered("ValidatingWebhookConfiguration", "validate.vgate.io") == judged
+    # Both ways to bind (the legacy bindings resource and pods/binding), by their own webhook
+    assert registered("ValidatingWebhookConfiguration", "bind.vgate.io") == bindings == {
+        ("", "v1", "bindings", "CREATE"), ("", "v1", "pods/binding", "CREATE")}
+
+
+def test_the_binding_webhook_fails_closed_and_needs_the_cluster_state():
+    [configuration] = [d for d in render(trusted({})) if d["kind"] == "ValidatingWebhookConfiguration"]
+    [hook] = [h for h in configuration["webhooks"] if h["name"] == "bind.vgate.io"]
+    assert hook["failurePolicy"] == "Fail" and hook["clientConfig"]["service"]["path"] == "/validate"
+    assert registered("ValidatingWebhookConfiguration", "bind.vgate.io", {"clusterState": {"enabled": False}}) == set()
 
 
 def row_label(kind: AdmissionKind) -> str:

@@ -150,5 +150,18 @@ def test_a_cluster_that_cannot_be_read_is_bad_input(tmp_path):
     result = vgate_eval("--kubeconfig", str(kubeconfig), "-f", str(POLICIES / "network-no-external" / "samples" /
                                                                    "denied-no-egress-label.yaml"))
     assert result.returncode == 2
-    assert result.stderr.startswith(f"Error: {kubeconfig}: cannot read the cluster's namespaces: ")
+    assert result.stderr.startswith(f"Error: {kubeconfig}: cannot read the cluster: ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_binding_is_judged_against_the_nodes_and_pods_given_before_it():
+    """The Node and the Pod first (the cluster state), then Bindings: one to an encrypted node of the
+    pod's zone (allowed, and the pod is then on it), one of an unknown pod (refused per failureMode)."""
+    sample = (POLICIES / "placement-binding" / "samples" / "allowed-encrypted-node-in-its-zone.yaml").read_text()
+    ghost = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "ghost", "namespace": "ml-training"},
+             "target": {"apiVersion": "v1", "kind": "Node", "name": "zone-a-sev-1"}}
+    result = vgate_eval("-f", "-", "-o", "json", stdin=sample + "\n---\n" + yaml.safe_dump(ghost))
+    assert result.returncode == 1, result.stderr
+    pod, binding, refused = json.loads(result.stdout)
+    assert pod["allowed"] and binding["allowed"] and binding["source"].endswith("#2")
+    assert not refused["allowed"] and "pod ml-training/ghost is not in vgate's cluster state yet" in refused["error"]

@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonpatch
 
-from ...cluster.state import NAMESPACES, shaped_inventory
+from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
 from ...core.errors import AdmissionRefused, ModelError
 from ...core.queues import annotated_queue
 from ...core.workloads import template_of
@@ -74,6 +74,8 @@ class Cluster:
     resource_groups: list[dict[str, Any]] = field(default_factory=list)
     # Volcano's admission paths its webhook-manager serves (--enabled-admission); None: every mutator
     volcano_admissions: frozenset[str] | None = None
+    # Nodes given, and the Pods and PodGroups admitted: what a Binding among the manifests is judged against
+    placed: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, config_document: dict[str, Any], extra_crds: Iterable[CrdDefaults] = (), *,
@@ -90,8 +92,11 @@ class Cluster:
                    None if volcano_admissions is None else frozenset(volcano_admissions))
 
     def learn(self, manifest: dict[str, Any]) -> bool:
-        """Take a Namespace or PriorityClass from the manifests as cluster state; True if it was one."""
+        """Take a Namespace, PriorityClass or Node from the manifests as cluster state; True if it was one."""
         kind, metadata = manifest.get("kind"), manifest.get("metadata") or {}
+        if manifest.get("apiVersion") == "v1" and kind == "Node":
+            self.remember(manifest)
+            return True
         if manifest.get("apiVersion") == "v1" and kind == "Namespace":
             self.namespaces[str(metadata.get("name", ""))] = metadata
             return True
@@ -102,6 +107,24 @@ class Cluster:
                 manifest.get("preemptionPolicy") or "PreemptLowerPriority")
             return True
         return False
+
+    def remember(self, obj: dict[str, Any]) -> None:
+        """Keep an object a Binding may name (a Node, or a Pod or PodGroup as the API server stored it)."""
+        metadata = obj.get("metadata") or {}
+        key = (str(obj.get("apiVersion")), str(obj.get("kind")), str(metadata.get("namespace") or ""),
+               str(metadata.get("name") or ""))
+        self.placed[key] = obj
+
+    def place(self, namespace: str, pod: str, node: str) -> None:
+        """An allowed Binding: the pod is on ``node`` for the bindings that follow."""
+        key = ("v1", "Pod", namespace, pod)
+        if key in self.placed:
+            found = self.placed[key]
+            self.placed[key] = {**found, "spec": {**(found.get("spec") or {}), "nodeName": node}}
+
+    def binding_context(self, namespace: str, pod: str, node: str, zone_label: str) -> dict[str, Any] | str:
+        """What the server's cluster state would give a Binding's rules, from the objects given here."""
+        return ClusterState.of_objects(self.placed.values()).binding_context(namespace, pod, node, zone_label)
 
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue a Namespace given to the model names in Volcano's annotation, as the server's
