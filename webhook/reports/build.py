@@ -44,6 +44,7 @@ from .render_html import HtmlRenderer
 from .render_json import JsonRenderer
 from .render_policy_reports import PolicyReportsRenderer
 from .renderer import FinishedHour, Renderer
+from .scheduling import SchedulingTally
 from .sums import SUMS, digest_of, sign_files
 
 RENDERERS: tuple[type[Renderer], ...] = (JsonRenderer, CsvRenderer, HtmlRenderer, PolicyReportsRenderer)
@@ -72,6 +73,7 @@ class HourTotals:
     segments: list[SegmentDigest] = field(default_factory=list)
     denials: int = 0
     errors: int = 0
+    scheduling: SchedulingTally = field(default_factory=SchedulingTally)
 
 
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
@@ -226,6 +228,7 @@ def _records(lines: Iterator[tuple[bytes, Any]], digest: SegmentDigest) -> Itera
 
 def _count(totals: HourTotals, record: dict[str, Any]) -> None:
     totals.records += 1
+    totals.scheduling.add(record)
     decision = record.get("decision", "unknown")
     totals.decisions[decision] += 1
     totals.endpoints[record.get("endpoint", "")] += 1
@@ -301,6 +304,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "integrity": {"ok": not integrity, "findings": [str(f) for f in integrity]},
         "previousReport": previous,
         "genesis": previous is None,
+        "scheduling": totals.scheduling.section(),
         "denialCount": totals.denials,
         "errorCount": totals.errors,
     }

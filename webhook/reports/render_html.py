@@ -55,6 +55,28 @@ LABELS = {
     "mutated": "已修改",
     "error": "错误",
     "unknown": "未知",
+    "Scheduling compliance": "调度合规",
+    "Where sensitive workloads ran: every binding judged against the node at the moment it was placed.":
+        "敏感工作负载的实际运行位置:每次绑定均在调度时对照节点进行校验。",
+    "bindings allowed": "允许的绑定",
+    "bindings refused": "拒绝的绑定",
+    "sensitive pods placed": "已放置的敏感 Pod",
+    "sensitive bindings refused": "拒绝的敏感绑定",
+    "pod or node not yet known": "Pod 或节点尚未可知",
+    "zones": "可用区",
+    "zone": "可用区",
+    "compliant": "合规",
+    "not compliant": "不合规",
+    "pod": "Pod",
+    "node": "节点",
+    "bound at": "绑定时间",
+    "verified at binding": "绑定时校验",
+    "not placed": "未放置",
+    "memory encryption": "内存加密",
+    "PodGroup zones": "PodGroup 可用区",
+    "node taints": "节点污点",
+    "more": "更多",
+    "No sensitive pod was bound or refused in this hour.": "本小时没有敏感 Pod 被绑定或拒绝。",
 }
 
 

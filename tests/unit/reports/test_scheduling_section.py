@@ -1,0 +1,87 @@
+"""The report's scheduling compliance section (调度合规), from binding records as the gateway writes
+them (``placement_record`` over a real cluster state), through the report builder, in JSON and in
+Chromium."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import orjson
+from test_report_html import ARTIFACTS, chromium
+
+from webhook.audit.log import DecisionLog
+from webhook.cluster.placement import placement_record
+from webhook.cluster.state import ClusterState
+from webhook.core.admission import decode_review
+from webhook.files.config_file import load_config
+from webhook.reports.build import build_report
+from webhook.reports.keys import ensure_key
+
+from helpers import POLICIES, pod, review
+
+ZONE = "topology.kubernetes.io/zone"
+SEV = "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"
+SENSITIVE = {"vgate.io/data-classification": "sensitive"}
+
+
+def node(name: str, zone: str, encrypted: bool = True) -> dict:
+    labels = {ZONE: zone, **({SEV: "true"} if encrypted else {})}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+
+def worker(name: str, labels: dict | None = None) -> dict:
+    made = pod(name, "ml-training", labels=labels, annotations={"scheduling.k8s.io/group-name": "train-pg"})
+    made["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "train", "apiVersion": "batch.volcano.sh/v1alpha1"}]
+    return made
+
+
+STATE = ClusterState.of_objects([node("zone-a-sev-1", "zone-a"), node("zone-a-plain-1", "zone-a", False),
+                                 worker("train-0", SENSITIVE), worker("train-1", SENSITIVE), worker("web-0")])
+
+
+def record(name: str, target: str, allowed: bool, rules: list | None = None) -> dict:
+    sent = review({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": "ml-training"},
+                   "target": {"kind": "Node", "name": target}})
+    sent["request"].update(subResource="binding", resource={"group": "", "version": "v1", "resource": "pods"})
+    request = decode_review(orjson.dumps(sent), 64)
+    context = STATE.binding_context("ml-training", name, target, ZONE)
+    return {"endpoint": "validate", "uid": name + target, "user": "system:serviceaccount:volcano-system:scheduler",
+            "operation": "CREATE", "kind": "v1/Binding", "subResource": "binding", "namespace": "ml-training",
+            "name": name, "dryRun": False, "allowed": allowed, "decision": "allowed" if allowed else "denied",
+            "policyRevision": "r1", "rules": rules or [],
+            "binding": placement_record(request, context, load_config().placement)}
+
+
+def test_the_scheduling_section_lists_where_each_sensitive_pod_ran_and_what_was_refused(tmp_path):
+    log = DecisionLog(tmp_path / "audit", replica="sched")
+    refusal = [{"id": "placement-binding", "action": "deny",
+                "message": "Binding of pod ml-training/train-0 on node zone-a-plain-1: no memory encryption"}]
+    for entry in (record("train-0", "zone-a-plain-1", False, refusal), record("train-0", "zone-a-sev-1", True),
+                  record("train-1", "zone-a-sev-1", True), record("web-0", "zone-a-plain-1", True),
+                  record("ghost", "zone-a-sev-1", False)):
+        log.record(entry)
+    key = tmp_path / "report.key"
+    ensure_key(key)
+    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    out = build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key, now=hour + timedelta(hours=2))
+    section = json.loads((out / "report.json").read_text())["scheduling"]
+    assert section["bindings"] == {"bound": 3, "refused": 2, "unjudged": 1, "sensitiveBound": 2, "sensitiveRefused": 1}
+    assert "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality" in section["controls"]
+    job = next(w for w in section["sensitiveWorkloads"] if w["workload"] == "Job/train")
+    assert job["zones"] == ["zone-a"] and job["placed"] == 2 and job["refusals"] == 1 and job["compliant"]
+    first = job["pods"][0]
+    assert (first["pod"], first["node"], first["zone"]) == ("train-0", "zone-a-sev-1", "zone-a")
+    assert first["verified"]["memoryEncryption"] == [f"{SEV}=true"]
+    [refused] = first["refused"]
+    assert refused["node"] == "zone-a-plain-1" and "no memory encryption" in refused["reasons"][0]
+    assert not any(w["workload"] == "Pod/web-0" for w in section["sensitiveWorkloads"])  # ordinary: counted only
+    ghost = next(w for w in section["sensitiveWorkloads"] if w["workload"] == "Pod/ghost")
+    assert ghost["pods"][0]["node"] is None and ghost["placed"] == 0
+    page = f"file://{out / 'report.html'}"
+    dom = chromium("--dump-dom", page)
+    assert "调度合规 · Scheduling compliance" in dom.stdout and "ml-training/Job/train" in dom.stdout
+    assert "合规 · compliant" in dom.stdout and "zone-a-sev-1" in dom.stdout
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = chromium(f"--screenshot={ARTIFACTS / 'scheduling.png'}", page)
+    assert shot.returncode == 0
