@@ -231,6 +231,11 @@ def run_literally(command: str, namespace: str) -> subprocess.CompletedProcess[s
 def test_vgate_down_fails_closed_and_the_readme_break_glass_brings_pods_back(
         kube: Kube, vgate_restarted_after: None) -> None:
     namespace = kube.namespace(f"e2e-glass-{uuid.uuid4().hex[:4]}")
+    zone, glass_node = unique("glass-zone"), unique("glass-node")
+    waiting = unique("waiting")  # admitted while vgate is up, placed only once a node of its zone exists
+    assert kube.create(pod(waiting, nodeSelector={"topology.kubernetes.io/zone": zone}), namespace=namespace).ok
+    assert eventually(lambda: ((kube.get("pod", waiting, namespace) or {})["metadata"].get("annotations") or {})
+                      .get("scheduling.k8s.io/group-name"))  # Volcano's controller gave it its PodGroup
     cluster.stop("vgate")
     result = kube.create(pod(unique("down")), namespace=namespace)
     # Validation fails closed; the mutating webhook, called first, failed open (else its name would be here).
@@ -238,7 +243,24 @@ def test_vgate_down_fails_closed_and_the_readme_break_glass_brings_pods_back(
     assert "mutate.vgate.io" not in result.stderr
 
     rows = break_glass_commands()
+    [(unchecked, unchecked_undo)] = [row for row in rows if "/webhooks/1/" in row[0]]  # the binding webhook
+    rows = [row for row in rows if "/webhooks/1/" not in row[0]]
     assert len(rows) == 3, rows
+    # The binding webhook fails closed: the scheduler cannot place the waiting pod on a new node of its
+    # zone; the way out places it unchecked, and its undo closes that again.
+    [made] = [n for n in cluster.node_objects() if n["metadata"]["name"] == "zone-a-sev-1"]
+    made["metadata"].update(name=glass_node)
+    made["metadata"]["labels"].update({"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": glass_node})
+    assert kube.apply(made).ok
+    try:
+        assert kube.run("wait", "--for=condition=Ready", "--timeout=60s", f"node/{glass_node}").ok
+        assert not eventually(lambda: (kube.get("pod", waiting, namespace) or {})["spec"].get("nodeName"), timeout=6)
+        assert run_literally(unchecked, namespace).returncode == 0, unchecked
+        assert eventually(lambda: (kube.get("pod", waiting, namespace) or {})["spec"].get("nodeName"), timeout=30)
+        assert unchecked_undo.startswith("helm upgrade")
+        cluster.apply(cluster.vgate_webhook_configurations())
+    finally:
+        kube.run("delete", "node", glass_node, "--ignore-not-found")
     for command, undo in rows:
         done = run_literally(command, namespace)
         assert done.returncode == 0, (command, done.stderr)
