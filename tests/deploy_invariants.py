@@ -57,7 +57,9 @@ def webhooks_are_registered_as_designed(rendered: Objects, namespace: str) -> No
         assert 1 <= webhook["timeoutSeconds"] <= 30
         resources = {(group, resource, operation) for rule in webhook["rules"] for group in rule["apiGroups"]
                      for resource in rule["resources"] for operation in rule["operations"]}
-        vgate_kinds = {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups")}
+        vgate_kinds = {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups"),
+                       ("sparkoperator.k8s.io", "sparkapplications"),
+                       ("sparkoperator.k8s.io", "scheduledsparkapplications")}
         if kind.startswith("Mutating"):
             assert resources == {(g, r, o) for g, r in vgate_kinds for o in operations}
             assert webhook["reinvocationPolicy"] == "IfNeeded"

@@ -173,6 +173,10 @@ class ClusterState:
         found = self._get("Namespace", "", namespace)
         return annotated_queue((found or {}).get("metadata"))
 
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A pod as kept (metadata, placement fields), or None if the watch has not delivered it."""
+        return self._get("Pod", namespace, name)
+
     def _get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         informer = self.informers.get(kind)
         return informer.get(namespace, name) if informer is not None else None

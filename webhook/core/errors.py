@@ -71,6 +71,10 @@ class EvaluationError(VgateError):
     """Policy evaluation failed for one request (engine error, bad policy output)."""
 
 
+class SparkSpecError(VgateError):
+    """A SparkApplication whose pods cannot be told from its spec (a size Spark would not parse)."""
+
+
 class AuditError(VgateError):
     """A decision could not be made durable."""
 

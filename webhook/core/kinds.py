@@ -23,6 +23,7 @@ class Workload(str, Enum):
     EPHEMERAL_CONTAINERS = "pods/ephemeralcontainers"
     RESIZE = "pods/resize"
     BINDING = "Binding"
+    SPARK_APPLICATION = "SparkApplication"
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class AdmissionKind:
     workload: Workload
     mutated: bool = False       # /mutate patches it (on CREATE); the default: it is only judged
     pod_specs: str = "none"     # "self" (the object is a pod), "tasks" (one template per task),
-    #                             "template" (spec.template), "jobTemplate" (spec.jobTemplate.spec.template)
+    #                             "template" (spec.template), "jobTemplate" (spec.jobTemplate.spec.template),
+    #                             "spark" (spec.driver, spec.executor: core/spark.py),
+    #                             "spark-template" (spec.template's driver and executor)
     update_mutable: tuple[str, ...] = ()  # what an UPDATE may change that rules judge (docs/operators.md, write paths)
     operations: tuple[str, ...] = ("CREATE", "UPDATE")  # what the validating webhook is sent
     subresource: str = ""       # also written as this subresource of another resource ("pods/binding")
@@ -63,6 +66,14 @@ KINDS: tuple[AdmissionKind, ...] = (
     _controller("", "ReplicationController", "replicationcontrollers"),
     _controller("batch", "Job", "jobs"),
     _controller("batch", "CronJob", "cronjobs", pod_specs="jobTemplate"),
+    # The Spark operator's applications: mutated (queue, scheduler, priority class, CPU limit) and judged
+    # as the driver and executor pods they will create (core/spark.py). The operator runs an application
+    # again when its spec changes: an UPDATE of the spec is judged as a CREATE is.
+    AdmissionKind("sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications",
+                  Workload.SPARK_APPLICATION, mutated=True, pod_specs="spark", update_mutable=("spec.driver",)),
+    AdmissionKind("sparkoperator.k8s.io", "v1beta2", "ScheduledSparkApplication", "scheduledsparkapplications",
+                  Workload.SPARK_APPLICATION, mutated=True, pod_specs="spark-template",
+                  update_mutable=("spec.template",)),
     # Where the scheduler puts a pod: judged against the node it names and the cluster state (the
     # binding webhook, registered apart: its failure policy is its own). The legacy `bindings`
     # resource binds as pods/binding does: both are registered, or one would be a way around the other.

@@ -50,7 +50,8 @@ _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
 INJECTED_ANNOTATION = "vgate.io/injected"
 _RECORDED_ANNOTATIONS = {QUEUE_ANNOTATION: "queue", QOS_ANNOTATION: "qosClass"}
 # Where each kind keeps its queue; mutation changes it only when none is chosen (queues.queue_and_source).
-_QUEUE_PATHS = {"/metadata/annotations/" + escape(QUEUE_ANNOTATION), "/spec/queue"}
+_QUEUE_PATHS = {"/metadata/annotations/" + escape(QUEUE_ANNOTATION), "/spec/queue",
+                "/spec/batchSchedulerOptions/queue", "/spec/template/batchSchedulerOptions/queue"}
 
 
 @dataclass
@@ -68,10 +69,13 @@ class Mutation:
         return [op["path"] for op in self.patch]
 
 
-def mutate(request: AdmissionRequest, config: Config, namespace_queue: str | None = None) -> Mutation:
+def mutate(request: AdmissionRequest, config: Config, namespace_queue: str | None = None,
+           inherited: dict[str, str] | None = None) -> Mutation:
     """The mutation for one admission request; an empty Mutation when nothing applies.
 
     ``namespace_queue``: the queue the request's namespace is annotated with, from the cluster state.
+    ``inherited``: labels a Spark executor takes from its driver (its sensitivity, its egress
+    label, which the deny-egress NetworkPolicy selects), added to the pod.
     """
     workload = classify(request)
     if (workload not in MUTATED or request.operation != "CREATE" or request.object is None
@@ -79,8 +83,12 @@ def mutate(request: AdmissionRequest, config: Config, namespace_queue: str | Non
         return Mutation()  # an oversized object is left to /validate, which denies it with the reason
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy
+    if inherited and workload is Workload.POD:
+        mutated.setdefault("metadata", {}).setdefault("labels", {}).update(inherited)
     result = _MUTATORS[workload](mutated, request.namespace, config, namespace_queue)
     fields = managed_fields(workload, mutated)
+    if inherited and workload is Workload.POD:
+        fields.insert(0, ("metadata", "labels"))
     if INJECTED_ANNOTATION in annotations_of(original):
         # A later pass adds only what is missing, so it never undoes another webhook; a queue that
         # names none (empty, or Volcano's "default") is missing whoever wrote the record, which a
@@ -120,6 +128,10 @@ def managed_fields(workload: Workload, obj: dict[str, Any]) -> list[FieldPath]:
                 ("spec", "priority"), *_resource_fields(("spec",), obj.get("spec"))]
     if workload is Workload.POD_GROUP:
         return [("metadata", "annotations"), ("spec", "queue"), ("spec", "priorityClassName")]
+    if workload is Workload.SPARK_APPLICATION:
+        app: FieldPath = ("spec", "template") if obj.get("kind") == "ScheduledSparkApplication" else ("spec",)
+        return [("metadata", "annotations"), (*app, "batchScheduler"), (*app, "batchSchedulerOptions"),
+                (*app, "driver", "coreLimit"), (*app, "executor", "coreLimit")]
     fields: list[FieldPath] = [("metadata", "annotations"), ("spec", "queue"), ("spec", "schedulerName"),
                                ("spec", "priorityClassName")]
     for index, task in enumerate((obj.get("spec") or {}).get("tasks") or []):
@@ -241,8 +253,35 @@ def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
     return Mutation(queue=queue, queue_source=source)
 
 
+def _mutate_spark(application: dict[str, Any], namespace: str, config: Config,
+                  namespace_queue: str | None) -> Mutation:
+    """A Spark application runs on Volcano in its queue: the operator's batchScheduler and
+    batchSchedulerOptions (queue, priority class) are filled in where missing; in a Guaranteed
+    queue each role without a CPU limit gets its cores as one (Spark sizes memory request and limit
+    alike already, as memory plus overhead)."""
+    spec = application.setdefault("spec", {})
+    app = spec.setdefault("template", {}) if application.get("kind") == "ScheduledSparkApplication" else spec
+    options = app.setdefault("batchSchedulerOptions", {})
+    queue, source = queue_and_source(config, namespace, labels_of(application), options.get("queue"), namespace_queue)
+    options["queue"] = queue
+    if matches_globs(namespace, config.volcano["namespaces"]) and not app.get("batchScheduler"):
+        app["batchScheduler"] = config.volcano["schedulerName"]
+    _inject_priority(options, queue, config, with_value=False)
+    definition = config.queue(queue)
+    qos_class = requested_qos(annotations_of(application), config) or (definition.qos_class if definition else None)
+    warnings = []
+    for role_name in ("driver", "executor"):
+        role = app.get(role_name)
+        if qos_class == "Guaranteed" and isinstance(role, dict) and not role.get("coreLimit"):
+            role["coreLimit"] = str(role.get("coreRequest") or role.get("cores") or 1)
+            warnings.append(f"spec.{role_name} set no coreLimit: queue {queue} (Guaranteed) gave it "
+                            f"{role['coreLimit']}, its cores; set coreLimit to choose")
+    return Mutation(queue=queue, queue_source=source, qos_classes=[qos_class or "as Spark sizes it"], warnings=warnings)
+
+
 # How each kind kinds.KINDS marks as mutated is mutated; a kind it does not mark is never patched.
-_MUTATORS = {Workload.POD: _mutate_pod, Workload.VOLCANO_JOB: _mutate_job, Workload.POD_GROUP: _mutate_pod_group}
+_MUTATORS = {Workload.POD: _mutate_pod, Workload.VOLCANO_JOB: _mutate_job, Workload.POD_GROUP: _mutate_pod_group,
+             Workload.SPARK_APPLICATION: _mutate_spark}
 
 
 def _inject_priority(spec: dict[str, Any], queue: str, config: Config, *, with_value: bool) -> None:

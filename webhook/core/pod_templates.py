@@ -29,9 +29,13 @@ from .workloads import template_of
 
 
 def template_changed(request: AdmissionRequest) -> bool:
-    """CREATE, or an UPDATE that gives the controller a different template (and so new pods)."""
-    return request.operation != "UPDATE" or (
-        template_of(request.object, request.kind) != template_of(request.old_object, request.kind))
+    """CREATE, or an UPDATE that gives the controller a different template (and so new pods); for a
+    Spark application, a different spec (the operator runs it again)."""
+    if request.operation != "UPDATE":
+        return True
+    if request.group == "sparkoperator.k8s.io":
+        return (request.object or {}).get("spec") != (request.old_object or {}).get("spec")
+    return template_of(request.object, request.kind) != template_of(request.old_object, request.kind)
 
 
 def controller_name(request: AdmissionRequest) -> str:
@@ -50,7 +54,15 @@ def pod_of(request: AdmissionRequest, config: Config,
         raise ValueError(f"{request.kind} {controller_name(request)} has no pod template (spec.template)")
     metadata = dict(template.get("metadata") or {})
     metadata.update(name=request.name or metadata.get("name", ""), namespace=request.namespace)
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+    return as_delivered(request, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]},
+                        config, namespace_queue)
+
+
+def as_delivered(request: AdmissionRequest, pod: dict[str, Any], config: Config,
+                 namespace_queue: str | None = None) -> tuple[dict[str, Any], EngineInput]:
+    """``pod`` (one a controller or an application will create in the request's namespace) as
+    /mutate will deliver it, and the review of its CREATE to evaluate it in."""
+    pod["metadata"]["namespace"] = request.namespace
     as_created = dataclasses.replace(request, group="", version="v1", kind="Pod", resource="pods",
                                      operation="CREATE", sub_resource="", object=pod, old_object=None)
     pod = jsonpatch.apply_patch(pod, mutate(as_created, config, namespace_queue).patch)
@@ -62,11 +74,14 @@ def pod_of(request: AdmissionRequest, config: Config,
     return pod, EngineInput.of(review)
 
 
-def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> PolicyResult:
-    """Rule messages about the template's pod, retitled with the controller's kind and name."""
-    title = f"{request.kind} {controller_name(request)}: "
-
+def named_for(result: PolicyResult, title: str) -> PolicyResult:
+    """Rule messages about a pod to be created, retitled with what creates it (``Deployment web: ``)."""
     def retitle(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
         return tuple(Violation(v.rule, title + v.message.removeprefix("Pod: "), v.level) for v in violations)
 
     return PolicyResult(retitle(result.deny), retitle(result.warn))
+
+
+def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> PolicyResult:
+    """Rule messages about the template's pod, retitled with the controller's kind and name."""
+    return named_for(result, f"{request.kind} {controller_name(request)}: ")

@@ -13,15 +13,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from .admission import AdmissionRequest, Decision
 from .config import Config
 from .contract import EngineInput, PolicyEngine, PolicyResult
 from .enforcement import Outcome, enforce
-from .errors import EvaluationError
+from .errors import EvaluationError, SparkSpecError
 from .kinds import Workload
-from .pod_templates import named_for_controller, pod_of, template_changed
+from .pod_templates import as_delivered, controller_name, named_for, pod_of, template_changed
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
+from .spark import executor_instances, spark_pods
 from .workloads import HANDLED_KINDS, classify, is_exempt, labels_of
 
 
@@ -57,13 +60,15 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
 
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
              now: datetime, namespace_queue: str | None = None,
-             binding: Mapping[str, Any] | str | None = None) -> Validation:
+             binding: Mapping[str, Any] | str | None = None, inherited: Mapping[str, str] | None = None) -> Validation:
     """Evaluate the policies on one request and decide.
 
     A pod controller is evaluated as the pod its template will create (``pod_templates``). A Binding
     is evaluated with ``binding`` (the pod, node and PodGroup the cluster state holds) as
     ``input.binding``; when that is a reason instead (not known yet, or no cluster state), the
     binding is answered per server.failureMode like an evaluation that failed: never allowed unjudged.
+    ``inherited``: labels a Spark executor takes from its driver (``spark.inherited_labels``),
+    judged as its own.
     """
     workload = classify(request)
     if workload is None:
@@ -76,27 +81,61 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         return Validation(Decision(allowed=False, code=403, message=message,
                                    audit_annotations={"refused": "too-large"}), error=None)
     obj = request.object or request.old_object or {}
-    controller = workload is Workload.POD_CONTROLLER
-    if controller and not template_changed(request):
-        return Validation(Decision())
+    if workload in (Workload.POD_CONTROLLER, Workload.SPARK_APPLICATION) and not template_changed(request):
+        return Validation(Decision())  # scaling, labels, status: no new pods
     if workload is Workload.BINDING and not isinstance(binding, Mapping):
         reason = binding or "vgate judges bindings from the cluster state, and cluster.watch is off"
         return _failed(request, f"cannot judge this binding: {reason}", engine.revision, config.server.failure_mode)
+    if workload is Workload.SPARK_APPLICATION and (refusal := spark_refusal(obj, request.kind, config)):
+        return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
+                                   f"{refusal}", audit_annotations={"refused": "spark-spec"}), error=None)
     try:
-        evaluated = EngineInput(request.raw, request.review)
-        if controller:
-            obj, evaluated = pod_of(request, config, namespace_queue)
-        elif isinstance(binding, Mapping) and workload is Workload.BINDING:
-            obj, evaluated = binding["pod"], EngineInput.of({**request.review, "binding": dict(binding)})
-        answer = engine.evaluate(evaluated)
+        judged = _judged(request, workload, obj, config, namespace_queue, binding, inherited)
+        answers = [(title, engine.evaluate(evaluated)) for title, _, evaluated in judged]
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
         return _failed(request, reason, engine.revision, config.server.failure_mode)
-    result = named_for_controller(answer.result, request) if controller else answer.result
+    results = [named_for(answer.result, title) if title else answer.result for title, answer in answers]
+    result = PolicyResult(tuple(v for r in results for v in r.deny), tuple(v for r in results for v in r.warn))
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
-                       labels=labels_of(obj), now=now)
-    return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answer.engine,
-                      fallback=answer.fallback)
+                       labels=labels_of(judged[0][1]), now=now)
+    return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answers[0][1].engine,
+                      fallback=answers[0][1].fallback)
+
+
+def _judged(request: AdmissionRequest, workload: Workload, obj: dict[str, Any], config: Config,
+            namespace_queue: str | None, binding: Mapping[str, Any] | str | None,
+            inherited: Mapping[str, str] | None = None) -> list[tuple[str, dict[str, Any], EngineInput]]:
+    """What the engine evaluates for a request: (the title its messages get, the object whose
+    labels exceptions match, the input). A pod controller is the pod its template makes; a Spark
+    application its driver and executor pods; a binding the request with ``input.binding``."""
+    if workload is Workload.POD_CONTROLLER:
+        pod, evaluated = pod_of(request, config, namespace_queue)
+        return [(f"{request.kind} {controller_name(request)}: ", pod, evaluated)]
+    if workload is Workload.SPARK_APPLICATION:
+        return [(f"{request.kind} {_name(request)} {where}: ", *as_delivered(request, pod, config, namespace_queue))
+                for where, pod in spark_pods(obj, request.kind)]
+    if workload is Workload.BINDING and isinstance(binding, Mapping):
+        return [("", dict(binding["pod"]), EngineInput.of({**request.review, "binding": dict(binding)}))]
+    if inherited and workload is Workload.POD:
+        review = orjson.loads(request.raw)
+        labels = review["request"]["object"].setdefault("metadata", {}).setdefault("labels", {})
+        labels.update(inherited)
+        return [("", review["request"]["object"], EngineInput.of(review))]
+    return [("", obj, EngineInput(request.raw, request.review))]
+
+
+def spark_refusal(obj: dict[str, Any], kind: str, config: Config) -> str | None:
+    """Why a Spark application cannot be judged as its pods (a size Spark would not read, a missing
+    role), or runs more executors than the gateway judges; None when it can be."""
+    try:
+        spark_pods(obj, kind)
+    except SparkSpecError as exc:
+        return str(exc)
+    executors, most = executor_instances(obj, kind), config.server.max_tasks_per_job
+    if executors > most:
+        return f"it may run {executors} executors; the gateway judges at most {most} (server.maxTasksPerJob)"
+    return None
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:

@@ -25,8 +25,9 @@ from ..core.errors import AuditError, RequestError
 from ..core.kinds import Workload
 from ..core.mutation import Mutation, mutate
 from ..core.policy_exceptions import PolicyException
+from ..core.spark import driver_of, inherited_labels
 from ..core.validation import Validation, validate
-from ..core.workloads import HANDLED_KINDS, classify
+from ..core.workloads import HANDLED_KINDS, classify, labels_of
 from .metrics import Metrics
 
 log = logging.getLogger("vgate")
@@ -57,8 +58,9 @@ class Gateway:
         started = time.perf_counter()
         request = self._decode("mutate", body, started)
         error = None
+        inherited = self._inherited(request)
         try:
-            mutation = mutate(request, self.config, self._namespace_queue(request.namespace))
+            mutation = mutate(request, self.config, self._namespace_queue(request.namespace), inherited)
         except Exception as exc:  # a mutation bug must not block admission
             log.exception("mutation failed for %s %s", request.kind, request.uid)
             self.metrics.errors.labels("mutate", "mutation").inc()
@@ -66,7 +68,7 @@ class Gateway:
         decision = Decision(patch=mutation.patch, warnings=mutation.warnings if mutation.patch else [])
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
-                                patch=mutation.paths, queue=mutation.queue,
+                                patch=mutation.paths, queue=mutation.queue, inherited=inherited,
                                 queueSource=mutation.queue_source, qosClasses=mutation.qos_classes)
         return encode_response(request, decision if recorded else self._unrecorded(decision))
 
@@ -84,6 +86,20 @@ class Gateway:
 
     def _namespace_queue(self, namespace: str) -> str | None:
         return self.cluster.namespace_queue(namespace) if self.cluster is not None and namespace else None
+
+    def _inherited(self, request: AdmissionRequest) -> dict[str, str] | None:
+        """The classification labels a Spark executor takes from its driver pod (from the cluster
+        state), with the driver's name; None for any other request, or a driver vgate does not know."""
+        if self.cluster is None or request.kind != "Pod" or request.operation != "CREATE" or request.object is None:
+            return None
+        driver = driver_of(request.object)
+        found = self.cluster.pod(request.namespace, driver) if driver else None
+        if found is None:
+            return None
+        placement = self.config.placement
+        keys = (placement["sensitiveLabel"]["key"], placement["egressDenyLabel"]["key"])
+        labels = inherited_labels(labels_of(request.object), (found.get("metadata") or {}).get("labels") or {}, keys)
+        return labels or None
 
     def _binding_context(self, request: AdmissionRequest) -> dict[str, Any] | str | None:
         """What the cluster state knows of a binding's pod and node (``validate``'s ``binding``)."""
@@ -105,8 +121,10 @@ class Gateway:
         started = time.perf_counter()
         request = self._decode("validate", body, started)
         binding = self._binding_context(request) if classify(request) is Workload.BINDING else None
+        inherited = self._inherited(request)
         result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
-                          namespace_queue=self._namespace_queue(request.namespace), binding=binding)
+                          namespace_queue=self._namespace_queue(request.namespace), binding=binding,
+                          inherited=inherited)
         if result.engine:
             self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:
@@ -123,7 +141,7 @@ class Gateway:
                 self.cluster.note_bound(request.namespace, request.name, placed["node"])
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result),
-                                exceptions=self._exceptions_used(result), binding=placed)
+                                exceptions=self._exceptions_used(result), binding=placed, inherited=inherited)
         return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:

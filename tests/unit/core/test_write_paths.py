@@ -67,6 +67,25 @@ def deployment() -> dict[str, Any]:
             "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": template}}
 
 
+def spark_application(kind: str = "SparkApplication") -> dict[str, Any]:
+    """An application whose driver and executor pass every rule in ml-training's training queue."""
+    role = {"cores": 1, "coreLimit": "1", "memory": "2g",
+            "securityContext": RESTRICTED_SPEC["containers"][0]["securityContext"],
+            "podSecurityContext": RESTRICTED_SPEC["securityContext"]}
+    app = {"type": "Scala", "sparkVersion": "4.0.1", "mainApplicationFile": "local:///opt/app.jar",
+           "image": "registry.example.com/spark:4.0.1", "batchScheduler": "volcano",
+           "batchSchedulerOptions": {"queue": "training", "priorityClassName": "vgate-high"},
+           "driver": copy.deepcopy(role), "executor": {**copy.deepcopy(role), "instances": 2}}
+    spec = {"schedule": "@hourly", "template": app} if kind == "ScheduledSparkApplication" else app
+    return {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": kind,
+            "metadata": {"name": "etl", "namespace": "ml-training"}, "spec": spec}
+
+
+def _driver(obj: dict[str, Any]) -> None:
+    app = obj["spec"].get("template", obj["spec"])
+    app["driver"]["securityContext"] = {"privileged": True}
+
+
 def _image(obj: dict[str, Any]) -> None:
     obj["spec"]["containers"][0]["image"] = "docker.io/attacker/miner:1"
 
@@ -107,6 +126,10 @@ CASES = {
     "PodGroup `spec.queue`": (lambda: volcano_object("PodGroup"), _spec_queue, "", "scheduling-queue-allowed"),
     "Volcano Job `spec.queue`": (lambda: volcano_object("Job"), _spec_queue, "", "scheduling-queue-allowed"),
     "the pod template": (deployment, _template, "", "security-privileged-container"),
+    "`spec.driver`, `spec.executor` and the rest of the spec": (spark_application, _driver, "",
+                                                               "security-privileged-container"),
+    "`spec.template`": (lambda: spark_application("ScheduledSparkApplication"), _driver, "",
+                        "security-privileged-container"),
 }
 
 

@@ -227,13 +227,16 @@ def test_corpus_as_delivered_stays_valid_idempotent_and_reinvocation_stable(conf
 # The model, against real sources.
 
 
-def test_shipped_crd_defaults_are_what_volcanos_crds_say():
+def test_shipped_crd_defaults_are_what_volcanos_and_the_spark_operators_crds_say():
     from_corpus = [
         crd
-        for path in sorted(corpus_file("volcano-crds", "batch.volcano.sh_jobs.yaml").parent.glob("*.yaml"))
+        for folder in (corpus_file("volcano-crds", "batch.volcano.sh_jobs.yaml").parent,
+                       corpus_file("spark-operator", "crds", "sparkoperator.k8s.io_sparkapplications.yaml").parent)
+        for path in sorted(folder.glob("*.yaml"))
         for crd in read_crd_file(path)
     ]
     assert [c.as_json() for c in shipped_crds()] == [c.as_json() for c in from_corpus]
+    assert {c.kind for c in shipped_crds()} >= {"SparkApplication", "ScheduledSparkApplication"}
 
 
 def test_structural_defaulting_follows_the_api_servers_algorithm():

@@ -8,10 +8,12 @@ never sees a Volcano Job without ``spec.queue``: the Job and PodGroup CRDs defau
 a default that is absent, or null where the schema does not allow null, gets a copy of it; then
 every property (or ``additionalProperties``) and every array item is defaulted recursively.
 
-vgate ships a derived file, ``volcano_crd_defaults.json``: only the parts of Volcano's Job,
-PodGroup and Queue schemas that lead to a default (the CRDs are Apache-2.0, volcano-sh/volcano).
-Regenerate it with ``python -m webhook.offline.chain.crd_defaults CRD.yaml... > volcano_crd_defaults.json``;
-a test keeps it equal to what the CRDs in ../shared/corpus give. ``vgate eval --crd FILE`` adds
+vgate ships derived files, ``volcano_crd_defaults.json`` and ``spark_crd_defaults.json``: only the
+parts of Volcano's Job, PodGroup and Queue schemas, and of the Spark operator's SparkApplication and
+ScheduledSparkApplication schemas, that lead to a default (the CRDs are Apache-2.0,
+volcano-sh/volcano and kubeflow/spark-operator). Regenerate one with ``python -m
+webhook.offline.chain.crd_defaults SOURCE CRD.yaml... > FILE``; a test keeps both equal to what the
+CRDs in ../shared/corpus give. ``vgate eval --crd FILE`` adds
 or replaces CRDs the same way.
 """
 
@@ -29,7 +31,7 @@ import yaml
 
 from ...core.errors import ModelError
 
-SHIPPED = "volcano_crd_defaults.json"
+SHIPPED = ("volcano_crd_defaults.json", "spark_crd_defaults.json")
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,15 @@ def _crd(document: Any, source: str) -> CrdDefaults:
 
 
 def shipped_crds() -> list[CrdDefaults]:
-    """The Volcano CRDs' defaults that ship with vgate."""
-    document = json.loads((resources.files("webhook.offline.chain") / SHIPPED).read_text())
-    return [CrdDefaults(c["group"], c["kind"], c["versions"], f"{SHIPPED} ({document['source']})")
-            for c in document["crds"]]
+    """The Volcano and Spark operator CRDs' defaults that ship with vgate."""
+    crds = []
+    for name in SHIPPED:
+        document = json.loads((resources.files("webhook.offline.chain") / name).read_text())
+        crds += [CrdDefaults(c["group"], c["kind"], c["versions"], f"{name} ({document['source']})")
+                 for c in document["crds"]]
+    return crds
 
 
 if __name__ == "__main__":
-    crds = [crd for path in sys.argv[1:] for crd in read_crd_file(path)]
-    print(json.dumps({"source": "volcano-sh/volcano config/crd (Apache-2.0), defaults only",
-                      "crds": [crd.as_json() for crd in crds]}, indent=1, sort_keys=True))
+    crds = [crd for path in sys.argv[2:] for crd in read_crd_file(path)]
+    print(json.dumps({"source": sys.argv[1], "crds": [crd.as_json() for crd in crds]}, indent=1, sort_keys=True))

@@ -31,6 +31,7 @@ import jsonpatch
 
 from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
 from ...core.errors import AdmissionRefused, ModelError
+from ...core.kinds import KINDS
 from ...core.queues import annotated_queue
 from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
@@ -47,7 +48,8 @@ _CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io
                 "internal.apiserver.k8s.io"}
 _POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
                     ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
-_VGATE_MUTATES = {("", "Pod"), ("batch.volcano.sh", "Job"), ("scheduling.volcano.sh", "PodGroup")}
+# What the chart's mutating webhook is sent: the registry's mutated kinds (core/kinds.py)
+_VGATE_MUTATES = {(kind.group, kind.kind) for kind in KINDS if kind.mutated}
 _K8S = "kubernetes/kubernetes "
 _VOLCANO = "volcano-sh/volcano pkg/webhooks/admission/"
 

@@ -1,0 +1,173 @@
+"""Spark applications judged as their pods, mutated for Volcano, and Spark's executors judged with
+their driver's classification (webhook/core/spark.py), with the shipped policies and config."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timezone
+from typing import Any
+
+import jsonpatch
+import orjson
+import pytest
+import yaml
+from test_write_paths import spark_application
+
+from webhook.core.admission import decode_review
+from webhook.core.errors import SparkSpecError
+from webhook.core.mutation import mutate
+from webhook.core.spark import container_resources, spark_mebibytes, spark_pods
+from webhook.core.validation import validate
+
+from helpers import RESTRICTED_SPEC, corpus_file, review
+
+NOW = datetime(2026, 12, 3, tzinfo=timezone.utc)
+ZONE = "topology.kubernetes.io/zone"
+SEV = "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"
+SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
+# spark-pi-prometheus.yaml is a template for the operator's docs ({IMAGE_REGISTRY}/... unquoted), not YAML.
+EXAMPLES = [path for path in sorted(corpus_file("spark-operator", "examples", "spark-pi.yaml").parent.glob("*.yaml"))
+            if path.name != "spark-pi-prometheus.yaml"]
+
+
+@pytest.mark.parametrize(("size", "mib"), [("512m", 512), ("4g", 4096), ("4G", 4096), ("2048", 2048), (2048, 2048),
+                                           ("1536k", 1), ("1t", 1048576), ("3gb", 3072)])
+def test_spark_sizes_are_read_as_spark_reads_them(size, mib):
+    assert spark_mebibytes(size, "spec.driver.memory") == mib
+
+
+@pytest.mark.parametrize("size", ["4Gi", "512Mi", "1.5g", "", "lots", True, None, -1])
+def test_a_size_spark_would_not_read_is_refused_naming_the_field(size):
+    with pytest.raises(SparkSpecError, match=r"spec.driver.memory .* is not a size Spark reads: .* e\.g\. 512m or 4g"):
+        spark_mebibytes(size, "spec.driver.memory")
+
+
+def test_the_container_is_sized_as_spark_sizes_it():
+    """memory + overhead as request and limit: 10% (JVM) or 40% (Python, R) of it, at least 384 MiB."""
+    assert container_resources({}, {"memory": "512m", "cores": 1}, "spec.driver") == {
+        "requests": {"cpu": "1", "memory": "896Mi"}, "limits": {"memory": "896Mi"}}
+    assert container_resources({}, {"memory": "8g"}, "x")["requests"]["memory"] == f"{8192 + 819}Mi"
+    assert container_resources({"type": "Python"}, {"memory": "8g"}, "x")["requests"]["memory"] == f"{8192 + 3276}Mi"
+    assert container_resources({}, {"memory": "8g", "memoryOverhead": "1g", "coreLimit": "2"}, "x") == {
+        "requests": {"cpu": "1", "memory": "9216Mi"}, "limits": {"memory": "9216Mi", "cpu": "2"}}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_of_the_operator_becomes_a_driver_and_an_executor(example):
+    for document in yaml.safe_load_all(example.read_text()):
+        if document and document.get("kind") in ("SparkApplication", "ScheduledSparkApplication"):
+            (driver_where, driver), (executor_where, executor) = spark_pods(document, document["kind"])
+            assert (driver_where, executor_where) == ("spec.driver", "spec.executor")
+            assert driver["metadata"]["labels"]["spark-role"] == "driver"
+            assert executor["metadata"]["labels"]["spark-role"] == "executor"
+            assert driver["spec"]["containers"][0]["resources"]["limits"]["memory"].endswith("Mi")
+
+
+def judged(obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None,
+           inherited: dict[str, str] | None = None) -> Any:
+    from webhook.files.config_file import load_config
+    from webhook.policy.regorus_engine import RegorusEngine
+    from webhook.policy.sources import load_policy_set
+
+    from helpers import POLICIES
+
+    config = load_config()
+    engine = RegorusEngine(load_policy_set(POLICIES), config.document)
+    body = review(obj, operation=operation, old_object=old)
+    request = decode_review(orjson.dumps(body), 100)
+    mutated = jsonpatch.apply_patch(obj, mutate(request, config).patch) if operation == "CREATE" else obj
+    body = review(mutated, operation=operation, old_object=old)
+    return validate(decode_review(orjson.dumps(body), 100), engine, config, (), NOW, inherited=inherited)
+
+
+def sensitive(app: dict[str, Any], pinned: bool) -> dict[str, Any]:
+    for role in ("driver", "executor"):
+        app["spec"][role]["labels"] = dict(SENSITIVE)
+    app["spec"]["image"] = "registry.example.com/spark@sha256:" + "9f86d081" * 8
+    if pinned:
+        app["spec"]["nodeSelector"] = {ZONE: "zone-a", SEV: "true"}
+    return app
+
+
+def test_a_compliant_application_is_admitted_and_a_sensitive_one_must_be_pinned():
+    assert judged(spark_application()).decision.allowed
+    assert judged(sensitive(spark_application(), pinned=True)).decision.allowed
+    refused = judged(sensitive(spark_application(), pinned=False)).decision
+    assert not refused.allowed
+    assert "SparkApplication ml-training/etl spec.driver: " in refused.message
+    assert "SparkApplication ml-training/etl spec.executor: " in refused.message
+    assert "[placement-single-zone]" in refused.message and "[placement-encrypted-memory]" in refused.message
+
+
+def test_a_privileged_executor_is_refused_naming_spec_executor():
+    app = spark_application()
+    app["spec"]["executor"]["securityContext"] = {"privileged": True}
+    refused = judged(app).decision
+    assert "[security-privileged-container] SparkApplication ml-training/etl spec.executor: " in refused.message
+    assert "spec.driver: container" not in refused.message
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: s["executor"].update(memory="4Gi"), "spec.executor.memory '4Gi' is not a size Spark reads"),
+    (lambda s: s["driver"].update(memoryOverhead="512Mi"), "spec.driver.memoryOverhead '512Mi' is not a size"),
+    (lambda s: s.pop("executor"), "spec.executor is missing"),
+    (lambda s: s["executor"].update(instances=100_000), "it may run 100000 executors; the gateway judges at most"),
+    (lambda s: s.update(dynamicAllocation={"enabled": True, "maxExecutors": 5_000}), "it may run 5000 executors"),
+])
+def test_bad_spark_specs_get_a_clear_refusal(change, message):
+    app = spark_application()
+    change(app["spec"])
+    refused = judged(app)
+    assert not refused.decision.allowed and message in refused.decision.message, refused.decision.message
+    assert refused.decision.audit_annotations == {"refused": "spark-spec"}
+
+
+def test_an_update_that_keeps_the_spec_is_not_judged_and_one_that_changes_it_is():
+    app = sensitive(spark_application(), pinned=False)
+    assert judged(app, "UPDATE", old=copy.deepcopy(app)).decision.allowed  # status, labels: not re-run
+    before = spark_application()
+    assert not judged(app, "UPDATE", old=before).decision.allowed
+
+
+def test_mutation_puts_the_application_in_its_queue_on_volcano_and_is_idempotent():
+    from webhook.files.config_file import load_config
+
+    config = load_config()
+    app = spark_application()
+    del app["spec"]["batchScheduler"], app["spec"]["batchSchedulerOptions"], app["spec"]["driver"]["coreLimit"]
+    mutation = mutate(decode_review(orjson.dumps(review(app)), 100), config)
+    done = jsonpatch.apply_patch(app, mutation.patch)
+    assert done["spec"]["batchScheduler"] == "volcano"
+    assert done["spec"]["batchSchedulerOptions"] == {"queue": "training", "priorityClassName": "vgate-high"}
+    assert done["spec"]["driver"]["coreLimit"] == "1" and "coreLimit" in mutation.warnings[0]
+    again = mutate(decode_review(orjson.dumps(review(done)), 100), config)
+    assert again.patch == []
+    scheduled = spark_application("ScheduledSparkApplication")
+    del scheduled["spec"]["template"]["batchSchedulerOptions"]
+    request = decode_review(orjson.dumps(review(scheduled)), 100)
+    patched = jsonpatch.apply_patch(scheduled, mutate(request, config).patch)
+    assert patched["spec"]["template"]["batchSchedulerOptions"]["queue"] == "training"
+
+
+def executor(labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "etl-exec-1", "namespace": "ml-training", "labels": {"spark-role": "executor", **(labels or {})},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "etl-driver", "uid": "u"}]},
+        "spec": {**copy.deepcopy(RESTRICTED_SPEC), "schedulerName": "volcano", **spec}}
+
+
+def test_an_executor_of_a_sensitive_driver_is_judged_and_labelled_as_sensitive():
+    from webhook.files.config_file import load_config
+
+    inherited = dict(SENSITIVE)
+    assert judged(executor()).decision.allowed  # on its own labels: not sensitive
+    refused = judged(executor(), inherited=inherited).decision
+    assert not refused.allowed and "[placement-single-zone]" in refused.message
+    pinned = executor(nodeSelector={ZONE: "zone-a", SEV: "true"})
+    pinned["spec"]["containers"][0]["image"] = "registry.example.com/spark@sha256:" + "9f86d081" * 8
+    assert judged(pinned, inherited=inherited).decision.allowed  # held to what a sensitive pod must meet, and meets it
+    request = decode_review(orjson.dumps(review(executor())), 100)
+    patch = mutate(request, load_config(), inherited=inherited).patch
+    labelled = jsonpatch.apply_patch(executor(), patch)
+    assert labelled["metadata"]["labels"] == {"spark-role": "executor", **SENSITIVE}
+    assert "labels" in labelled["metadata"]["annotations"]["vgate.io/injected"].split(",")

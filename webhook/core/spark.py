@@ -1,0 +1,149 @@
+"""Spark on Volcano: a SparkApplication judged as the pods it will create, and Spark's own pods.
+
+The Spark operator (``sparkoperator.k8s.io/v1beta2``) turns a SparkApplication into spark-submit,
+whose pod builder makes the driver pod; the driver then makes the executor pods. Nothing of the
+application is judged by the pod rules until those pods exist, long after the user could have been
+told, so vgate judges the application at admission as its two pods (``spark_pods``): what
+spark-submit's builder makes of ``spec.driver`` and ``spec.executor`` (labels with ``spark-role``,
+node selectors merged with ``spec.nodeSelector``, affinity, tolerations, security contexts, host
+network, volumes, the image, and the container sized as Spark sizes it: ``memory`` plus
+``memoryOverhead`` as request and limit, ``cores``/``coreRequest`` and ``coreLimit`` as CPU).
+
+Sizes are Spark's, not Kubernetes': ``512m``, ``4g`` (binary multiples; a bare number is MiB).
+A size Spark would not parse (``4Gi``) is a SparkSpecError, answered with the field and the form
+Spark wants. The overhead, when not given, is ``memoryOverheadFactor`` (0.10 for JVM
+applications, 0.40 for Python and R) of the memory, at least 384 MiB, as Spark computes it.
+
+Spark's own pods: an executor (``spark-role: executor``) carries only what its configuration
+gives it; its driver is its owner (an ownerReference to the driver pod). ``CLASSIFICATION``
+labels of the driver are its executors' too (``inherited_labels``), so an executor of a sensitive
+driver is judged, and labelled by /mutate, as sensitive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import SparkSpecError
+
+SPARK_ROLE = "spark-role"
+APP_NAME_LABEL = "spark-app-name"
+MIN_OVERHEAD_MIB = 384
+_UNITS = {"": 1 / 1024, "b": 1 / 1024**2, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
+_SIZE = re.compile(r"^\s*(\d+)\s*([bkmgtp]?)b?\s*$", re.IGNORECASE)
+ROLES = (("spec.driver", "driver"), ("spec.executor", "executor"))
+
+
+def app_spec(obj: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The application spec: a SparkApplication's ``spec``, a ScheduledSparkApplication's ``spec.template``."""
+    spec = (obj or {}).get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    if kind == "ScheduledSparkApplication":
+        template = spec.get("template")
+        return template if isinstance(template, dict) else {}
+    return spec
+
+
+def spark_mebibytes(value: Any, where: str) -> int:
+    """A Spark size in MiB (``512m``, ``4g``, ``2048`` = MiB, ``1536k``); SparkSpecError otherwise."""
+    match = _SIZE.match(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if match is None:
+        raise SparkSpecError(f"{where} {value!r} is not a size Spark reads: write it as Spark does, e.g. 512m or "
+                             "4g (k, m, g, t; a bare number is MiB; Kubernetes units such as Gi are not Spark's)")
+    number, unit = int(match[1]), match[2].lower()
+    if isinstance(value, int) or unit == "" and str(value).strip().isdigit():
+        return number  # spark.driver.memory without a unit is MiB
+    return max(1, int(number * _UNITS[unit]))
+
+
+def container_resources(app: dict[str, Any], role: dict[str, Any], where: str) -> dict[str, dict[str, str]]:
+    """The requests and limits spark-submit gives the role's container."""
+    memory = spark_mebibytes(role.get("memory", "1g"), f"{where}.memory")
+    if role.get("memoryOverhead") is not None:
+        overhead = spark_mebibytes(role["memoryOverhead"], f"{where}.memoryOverhead")
+    else:
+        factor = app.get("memoryOverheadFactor")
+        try:
+            ratio = float(factor) if factor is not None else (0.4 if app.get("type") in ("Python", "R") else 0.1)
+        except (TypeError, ValueError):
+            raise SparkSpecError(f"spec.memoryOverheadFactor {factor!r} is not a number") from None
+        overhead = max(int(memory * ratio), MIN_OVERHEAD_MIB)
+    size = f"{memory + overhead}Mi"
+    cpu = str(role.get("coreRequest") or role.get("cores") or 1)
+    resources = {"requests": {"cpu": cpu, "memory": size}, "limits": {"memory": str(role.get("memoryLimit") or size)}}
+    if role.get("coreLimit"):
+        resources["limits"]["cpu"] = str(role["coreLimit"])
+    return resources
+
+
+def spark_pods(obj: Mapping[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """(``spec.driver``/``spec.executor``, the pod spark-submit and the driver will create) of an application.
+
+    Raises SparkSpecError for a role that is missing or sized in a way Spark would not read.
+    """
+    app = app_spec(obj, kind)
+    name = str(((obj.get("metadata") or {}).get("name")) or "spark-app")
+    pods = []
+    for where, role_name in ROLES:
+        role = app.get(role_name)
+        if not isinstance(role, dict):
+            raise SparkSpecError(f"{where} is missing: a SparkApplication names its driver and its executors")
+        pods.append((where, _pod(app, role, role_name, name, where)))
+    return pods
+
+
+def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: str, where: str) -> dict[str, Any]:
+    template: dict[str, Any] = role["template"] if isinstance(role.get("template"), dict) else {}
+    metadata = dict(template.get("metadata") or {})
+    metadata["name"] = f"{app_name}-driver" if role_name == "driver" else f"{app_name}-exec-1"
+    metadata["labels"] = {**(metadata.get("labels") or {}), **(role.get("labels") or {}),
+                          SPARK_ROLE: role_name, APP_NAME_LABEL: app_name}
+    if role.get("annotations") or metadata.get("annotations"):
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **(role.get("annotations") or {})}
+    spec = dict(template.get("spec") or {})
+    options = app.get("batchSchedulerOptions") or {}
+    scheduler = role.get("schedulerName") or ("volcano" if app.get("batchScheduler") == "volcano" else None)
+    priority = role.get("priorityClassName") or options.get("priorityClassName")
+    selector = {**(spec.get("nodeSelector") or {}), **(app.get("nodeSelector") or {}),
+                **(role.get("nodeSelector") or {})}
+    fields = {"schedulerName": scheduler, "priorityClassName": priority, "nodeSelector": selector or None,
+              "affinity": role.get("affinity"), "tolerations": role.get("tolerations"),
+              "hostNetwork": role.get("hostNetwork"), "securityContext": role.get("podSecurityContext"),
+              "serviceAccountName": role.get("serviceAccount"),
+              "shareProcessNamespace": role.get("shareProcessNamespace"),
+              "volumes": app.get("volumes"), "initContainers": role.get("initContainers")}
+    spec.update({key: value for key, value in fields.items() if value is not None})
+    container = {"name": f"spark-kubernetes-{role_name}", "image": role.get("image") or app.get("image") or "",
+                 "resources": container_resources(app, role, where)}
+    for key, field in (("securityContext", "securityContext"), ("volumeMounts", "volumeMounts"), ("ports", "ports"),
+                       ("env", "env"), ("lifecycle", "lifecycle")):
+        if role.get(field) is not None:
+            container[key] = role[field]
+    spec["containers"] = [container, *(role.get("sidecars") or [])]
+    if options.get("queue"):
+        metadata.setdefault("annotations", {})["scheduling.volcano.sh/queue-name"] = options["queue"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def executor_instances(obj: Mapping[str, Any], kind: str) -> int:
+    """The most executors the application may run: instances, or dynamic allocation's maximum."""
+    app = app_spec(obj, kind)
+    counts = [(app.get("executor") or {}).get("instances"), (app.get("dynamicAllocation") or {}).get("maxExecutors")]
+    return max([count for count in counts if isinstance(count, int) and not isinstance(count, bool)] or [1])
+
+
+def driver_of(pod: Mapping[str, Any]) -> str | None:
+    """The driver pod an executor belongs to (its owner), or None for a pod that is no Spark executor."""
+    metadata = pod.get("metadata") or {}
+    if (metadata.get("labels") or {}).get(SPARK_ROLE) != "executor":
+        return None
+    owners = [o for o in metadata.get("ownerReferences") or [] if isinstance(o, dict) and o.get("kind") == "Pod"]
+    return str(owners[0].get("name")) if owners else None
+
+
+def inherited_labels(executor_labels: Mapping[str, str], driver_labels: Mapping[str, str],
+                     keys: tuple[str, ...]) -> dict[str, str]:
+    """The classification labels (``keys``) the executor lacks and its driver carries."""
+    return {key: driver_labels[key] for key in keys if key in driver_labels and key not in executor_labels}
