@@ -22,12 +22,17 @@ def unreachable_kubeconfig(path, ca) -> str:
     return str(path)
 
 
-def test_a_cold_cluster_state_is_not_ready_and_mutation_uses_the_config(tmp_path, start_server):
+def cold_server(tmp_path, start_server):
+    """A server watching an API server that does not listen: its cluster state stays cold."""
     (tmp_path / "ca.crt").write_text("")
     document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
     document["cluster"] = {"watch": True, "kubeconfig": unreachable_kubeconfig(tmp_path / "kubeconfig",
                                                                                  tmp_path / "ca.crt")}
-    server = start_server(config_text=yaml.safe_dump(document), workers=1, ready_path="/healthz")
+    return start_server(config_text=yaml.safe_dump(document), workers=1, ready_path="/healthz")
+
+
+def test_a_cold_cluster_state_is_not_ready_and_mutation_uses_the_config(tmp_path, start_server):
+    server = cold_server(tmp_path, start_server)
     ready = server.session.get(server.url + "/readyz", timeout=5)
     assert ready.status_code == 503
     error = ready.json()["error"]
@@ -48,11 +53,7 @@ def pod_binding(name: str, node: str) -> dict:
 
 
 def test_a_binding_is_refused_while_the_cluster_state_is_cold_and_the_refusal_recorded(tmp_path, start_server):
-    (tmp_path / "ca.crt").write_text("")
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["cluster"] = {"watch": True, "kubeconfig": unreachable_kubeconfig(tmp_path / "kubeconfig",
-                                                                                 tmp_path / "ca.crt")}
-    server = start_server(config_text=yaml.safe_dump(document), workers=1, ready_path="/healthz")
+    server = cold_server(tmp_path, start_server)
     answer = server.post("/validate", pod_binding("train-0", "zone-a-sev-1")).json()["response"]
     assert not answer["allowed"] and answer["status"]["code"] == 500
     assert "cannot judge this binding: the cluster state has not been listed yet: Pod, Node" in \

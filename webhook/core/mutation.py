@@ -229,14 +229,22 @@ def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config,
     return Mutation(queue=queue, queue_source=source, qos_classes=[qos_class], warnings=warnings)
 
 
+def _queue_and_class(holder: dict[str, Any], labels: dict[str, str], namespace: str, config: Config,
+                     namespace_queue: str | None) -> tuple[str, str]:
+    """Set ``holder``'s ``queue`` (unless one is chosen) and the queue's ``priorityClassName``
+    (unless one is): a Volcano Job's or PodGroup's spec, a Spark application's batchSchedulerOptions."""
+    queue, source = queue_and_source(config, namespace, labels, holder.get("queue"), namespace_queue)
+    holder["queue"] = queue
+    _inject_priority(holder, queue, config, with_value=False)
+    return queue, source
+
+
 def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
                namespace_queue: str | None) -> Mutation:
     spec = job.setdefault("spec", {})
-    queue, source = queue_and_source(config, namespace, labels_of(job), spec.get("queue"), namespace_queue)
-    spec["queue"] = queue
+    queue, source = _queue_and_class(spec, labels_of(job), namespace, config, namespace_queue)
     if matches_globs(namespace, config.volcano["namespaces"]) and not spec.get("schedulerName"):
         spec["schedulerName"] = config.volcano["schedulerName"]
-    _inject_priority(spec, queue, config, with_value=False)
     job_request = annotations_of(job)
     warnings: list[str] = []
     classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config, warnings,
@@ -246,10 +254,8 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
 
 def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
                      namespace_queue: str | None) -> Mutation:
-    spec = group.setdefault("spec", {})
-    queue, source = queue_and_source(config, namespace, labels_of(group), spec.get("queue"), namespace_queue)
-    spec["queue"] = queue
-    _inject_priority(spec, queue, config, with_value=False)
+    queue, source = _queue_and_class(group.setdefault("spec", {}), labels_of(group), namespace, config,
+                                     namespace_queue)
     return Mutation(queue=queue, queue_source=source)
 
 
@@ -261,12 +267,10 @@ def _mutate_spark(application: dict[str, Any], namespace: str, config: Config,
     alike already, as memory plus overhead)."""
     spec = application.setdefault("spec", {})
     app = spec.setdefault("template", {}) if application.get("kind") == "ScheduledSparkApplication" else spec
-    options = app.setdefault("batchSchedulerOptions", {})
-    queue, source = queue_and_source(config, namespace, labels_of(application), options.get("queue"), namespace_queue)
-    options["queue"] = queue
+    queue, source = _queue_and_class(app.setdefault("batchSchedulerOptions", {}), labels_of(application), namespace,
+                                     config, namespace_queue)
     if matches_globs(namespace, config.volcano["namespaces"]) and not app.get("batchScheduler"):
         app["batchScheduler"] = config.volcano["schedulerName"]
-    _inject_priority(options, queue, config, with_value=False)
     definition = config.queue(queue)
     qos_class = requested_qos(annotations_of(application), config) or (definition.qos_class if definition else None)
     warnings = []
