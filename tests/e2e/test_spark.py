@@ -37,6 +37,7 @@ from test_admission import TRAINING, unique
 SPARK_HOME = Path(importlib.util.find_spec("pyspark").origin or "").parent  # type: ignore[union-attr]
 IMAGE = "registry.example.com/spark@sha256:" + "9f86d081" * 8
 SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
+VOLCANO_STEP = "org.apache.spark.deploy.k8s.features.VolcanoFeatureStep"
 PINNED = {"topology.kubernetes.io/zone": "zone-a",
           "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"}
 
@@ -224,3 +225,26 @@ def test_a_sensitive_application_without_a_zone_and_a_bad_size_are_refused(kube:
     refused = [r for r in decisions_for(TRAINING, endpoint="validate")
                if r["kind"].endswith("/SparkApplication") and not r["allowed"]]
     assert len(refused) >= 2
+
+
+def test_sparks_own_pod_group_is_judged_as_volcano_pod_groups_are(kube: Kube, tmp_path: Path) -> None:
+    """Spark's Volcano feature step (in pyspark's jars) has spark-submit create a PodGroup from a
+    template before the driver: one naming a queue ml-training may not use is refused, and Spark
+    stops there; one in its own queue is stored."""
+    for queue, admitted in (("inference", False), ("training", True)):
+        template = tmp_path / f"{queue}.yaml"
+        template.write_text(yaml.safe_dump({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                                            "spec": {"queue": queue, "minMember": 1}}))
+        name = unique(f"spark-pg-{queue}")
+        code, output = finished(spark_submit(
+            name, "cluster", *confs("driver", "label", {"app": name}),
+            "--conf", f"spark.kubernetes.driver.pod.featureSteps={VOLCANO_STEP}",
+            "--conf", f"spark.kubernetes.scheduler.volcano.podGroupTemplateFile={template}"))
+        groups = [r for r in decisions_for(TRAINING, endpoint="validate") if r["kind"].endswith("/PodGroup")
+                  and r["user"] == f"system:serviceaccount:{TRAINING}:spark"]
+        assert groups, output[-2000:]
+        if admitted:
+            assert code == 0 and groups[-1]["allowed"], output[-2000:]
+        else:
+            assert code != 0 and "[scheduling-queue-allowed]" in output, output[-2000:]
+            assert not groups[-1]["allowed"]
