@@ -57,6 +57,11 @@ def submitter_kubeconfig(kube: Kube) -> Path:
     kube.run("create", "serviceaccount", "spark", "-n", TRAINING)
     kube.run("create", "rolebinding", "spark-edit", "--clusterrole=edit", f"--serviceaccount={TRAINING}:spark",
              "-n", TRAINING)
+    # Spark's Volcano feature step creates the application's PodGroup (edit does not cover Volcano's kinds)
+    kube.run("create", "role", "spark-podgroups", "--verb=get,list,watch,create,update,patch,delete",
+             "--resource=podgroups.scheduling.volcano.sh", "-n", TRAINING)
+    kube.run("create", "rolebinding", "spark-podgroups", "--role=spark-podgroups",
+             f"--serviceaccount={TRAINING}:spark", "-n", TRAINING)
     token = kube.run("create", "token", "spark", "-n", TRAINING, "--duration=24h")
     assert token.ok, token.stderr
     path.write_text(yaml.safe_dump({

@@ -15,6 +15,7 @@
     │   ├── ManifestError    a manifest: unreadable, not YAML, not a Kubernetes object
     │   └── ModelError       a manifest or CRD the admission-chain model cannot default
     ├── AdmissionRefused     the model's built-in API-server plugin refused (403 before any webhook)
+    ├── SparkSpecError       a SparkApplication whose pods cannot be told (a size Spark would not read)
     └── Refused              a command that writes evidence refuses, and writes nothing
         ├── NotReportable    an hour that may not be reported (now, or in place)
         └── NothingToSeal    a segment without a torn last line
