@@ -66,9 +66,10 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
               help="Worker processes (policy evaluation scales with processes, not threads).")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
               help="App threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
-@click.option("--server", "server_kind", type=click.Choice(["granian", "gunicorn"]), default="granian",
-              show_default=True, help="granian: slow clients cannot starve it (docs/operators.md, Serving); "
-                                      "gunicorn (gthread): kept for comparison, a thread per connection.")
+@click.option("--server", "server_kind", type=click.Choice(["granian", "gunicorn", "granian-flask"]),
+              default="granian", show_default=True,
+              help="granian: slow clients cannot starve it (docs/operators.md, Serving); kept for comparison: "
+                   "gunicorn (gthread), a thread per connection, and granian-flask, every request through Flask.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True, help="Log every HTTP request.")
 @click.option("--metrics-bind", metavar="HOST:PORT",
               help="Serve /metrics, /healthz and /readyz (plain HTTP) on this port too, for probes and Prometheus, "

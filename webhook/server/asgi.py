@@ -7,6 +7,11 @@ body, for thousands of connections at once; only a complete body (or a refusal) 
 unchanged Flask app, run on a few app threads per worker (``--threads``): one decodes and records
 while another waits for its evaluation or its fsync.
 
+``direct`` answers what it can without the WSGI app (the admission endpoints and /healthz: a body
+read in full, a method and path it serves), on the same app threads: no environ is built and no
+Flask request runs on the admission path. What it leaves (None), and every body refused or cut
+short, goes to the WSGI app, which answers and records it as before.
+
 Bodies are bounded as the app bounds them: a Content-Length over the limit is passed on without
 its body, and any other body is read to the limit plus one byte at most (the app answers 413 to
 both); the rest of an oversized body is read and dropped up to ``DRAIN_FACTOR`` times the limit.
@@ -28,6 +33,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+Direct = Callable[[str, str, bytes], "tuple[int, bytes] | None"]  # (method, path, body) -> (status, JSON)
+JSON_HEADERS = [(b"content-type", b"application/json")]
 
 BODY_TIMEOUT_KEY = "vgate.body_timeout"
 # A refused body up to this many times the limit is read and dropped before the 413 is sent: a
@@ -40,8 +47,9 @@ class WsgiBehindLoop:
     """An ASGI application serving ``wsgi_app`` with bodies read on the event loop."""
 
     def __init__(self, wsgi_app: WsgiApp, max_body: Callable[[], int], read_timeout: Callable[[], float],
-                 threads: int = 1) -> None:
+                 threads: int = 1, direct: Direct | None = None) -> None:
         self._app = wsgi_app
+        self._direct = direct
         self._max_body = max_body
         self._read_timeout = read_timeout
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="vgate-app")
@@ -64,11 +72,18 @@ class WsgiBehindLoop:
                 await asyncio.wait_for(_discard(receive, limit * DRAIN_FACTOR - len(body)), timeout)
             except TimeoutError:
                 pass
+        loop = asyncio.get_running_loop()
+        if self._direct is not None and not (timed_out or oversized):
+            answered = await loop.run_in_executor(self._executor, self._direct, scope["method"], scope["path"], body)
+            if answered is not None:
+                await send({"type": "http.response.start", "status": answered[0],
+                            "headers": [*JSON_HEADERS, (b"content-length", str(len(answered[1])).encode())]})
+                await send({"type": "http.response.body", "body": answered[1]})
+                return
         environ = _environ(scope, body, declared_over)
         if timed_out:
             environ[BODY_TIMEOUT_KEY] = timeout
-        status, headers, payload = await asyncio.get_running_loop().run_in_executor(
-            self._executor, self._call, environ)
+        status, headers, payload = await loop.run_in_executor(self._executor, self._call, environ)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 

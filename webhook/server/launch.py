@@ -45,7 +45,8 @@ def serve(options: ServeOptions) -> None:
     from .wiring import Settings, build_app, load_gateway
 
     settings = Settings(options.config_path, options.policy_dir, options.opa_url, options.opa_timeout,
-                        options.reload_interval, options.hourly_reports, options.threads)
+                        options.reload_interval, options.hourly_reports, options.threads,
+                        direct=options.server_kind != "granian-flask")
     server_config = load_gateway(settings, Metrics(), audit=False).config.server
     forget_this_process()
     paths = CertPaths.under(options.cert_dir)

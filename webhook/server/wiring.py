@@ -29,7 +29,7 @@ from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set
 from ..reports.schedule import ReportScheduler
-from .app import create_app
+from .app import create_app, direct_answers
 from .asgi import WsgiBehindLoop
 from .certs import CertPaths, expires_at
 from .gateway import Gateway
@@ -53,6 +53,7 @@ class Settings:
     reload_interval: float = 2.0
     hourly_reports: bool = True
     app_threads: int = 1
+    direct: bool = True  # answer /mutate, /validate, /healthz without Flask (False: `--server granian-flask`)
 
 
 def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
@@ -134,4 +135,4 @@ def asgi_app_from_environment() -> WsgiBehindLoop:
     app, live = build_worker(settings)
     server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
     return WsgiBehindLoop(app, lambda: server().max_body_bytes, lambda: server().body_read_timeout_seconds,
-                          settings.app_threads)
+                          settings.app_threads, direct_answers(live) if settings.direct else None)
