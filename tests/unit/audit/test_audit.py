@@ -7,6 +7,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from webhook.audit.log import GENESIS, DecisionLog
 from webhook.audit.verify import verify_segments
 
@@ -120,3 +122,28 @@ def test_a_sealed_torn_line_is_acknowledged_until_the_segment_changes(tmp_path):
         timeout=60,
     )
     assert refused.returncode == 1 and "nothing to acknowledge" in refused.stderr
+
+
+def test_an_append_is_made_durable_by_fdatasync_and_undone_when_that_fails(tmp_path, monkeypatch):
+    """The sync is what makes a record durable: when it fails, the line is taken back whole."""
+    import errno
+    import os
+
+    from webhook.audit.log import append_whole
+
+    path = tmp_path / "segment.jsonl"
+    path.write_bytes(b'{"first": 1}\n')
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fdatasync", lambda descriptor: synced.append(descriptor))
+    append_whole(fd, b'{"second": 2}\n')
+    assert synced == [fd] and path.read_bytes().count(b"\n") == 2
+
+    def failing(descriptor: int) -> None:
+        raise OSError(errno.EIO, "the disk did not take it")
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    with pytest.raises(OSError):
+        append_whole(fd, b'{"third": 3}\n')
+    os.close(fd)
+    assert path.read_bytes() == b'{"first": 1}\n{"second": 2}\n'
