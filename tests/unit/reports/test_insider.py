@@ -6,6 +6,7 @@ reports, and the writer's anchor kept apart. Each way of rewriting that history 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
@@ -190,8 +191,12 @@ def test_the_writer_does_not_sign_again_an_hour_that_was_erased(history, tmp_pat
                             str(POLICIES)], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1 and "the report is gone, and is not signed again" in again.stderr, again.stderr
     assert "Traceback" not in again.stderr
-    catch_up = subprocess.run([*VGATE, "report", "--catch-up", "--config", str(config), "--policies", str(POLICIES)],
-                              capture_output=True, text=True, timeout=120)
+    # The writer's catch-up as it ran just after that day (its window is the last day before now):
+    # at the wall clock's today, 2026-12-02T23 would be outside it and the test would pass vacuously.
+    at = (SECOND_TICK + timedelta(minutes=5)).strftime("@%Y-%m-%d %H:%M:%S")
+    catch_up = subprocess.run(["faketime", "-f", at, *VGATE, "report", "--catch-up", "--config", str(config),
+                               "--policies", str(POLICIES)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "TZ": "UTC"})
     assert catch_up.returncode == 1 and "2026-12-02T23 as signed" in catch_up.stderr, catch_up.stderr
     problems = found(history)
     assert any(p.startswith(f"{hour_dir(history, LAST)}: the anchor records the report of 2026-12-02T23") and
