@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.admission import AdmissionRequest
+from .state import GROUP_ANNOTATION
 
 VOLCANO_MADE_GROUP = "podgroup-"  # the PodGroup Volcano's controller makes for one bare pod: podgroup-<uid>
 
@@ -36,7 +37,7 @@ def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str
     sensitive = placement["sensitiveLabel"]
     judged_labels = (placement["zoneLabel"], *placement["encryptedNodeLabels"])
     group = context.get("podGroup") or {}
-    group_name = (pod_metadata.get("annotations") or {}).get("scheduling.k8s.io/group-name")
+    group_name = (pod_metadata.get("annotations") or {}).get(GROUP_ANNOTATION)
     owners = pod_metadata.get("ownerReferences") or (group.get("metadata") or {}).get("ownerReferences") or []
     if not owners and group_name and not group_name.startswith(VOLCANO_MADE_GROUP):
         owners = [{"kind": "PodGroup", "name": group_name}]  # pods gathered in a PodGroup of their own making

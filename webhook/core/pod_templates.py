@@ -80,8 +80,3 @@ def named_for(result: PolicyResult, title: str) -> PolicyResult:
         return tuple(Violation(v.rule, title + v.message.removeprefix("Pod: "), v.level) for v in violations)
 
     return PolicyResult(retitle(result.deny), retitle(result.warn))
-
-
-def named_for_controller(result: PolicyResult, request: AdmissionRequest) -> PolicyResult:
-    """Rule messages about the template's pod, retitled with the controller's kind and name."""
-    return named_for(result, f"{request.kind} {controller_name(request)}: ")

@@ -15,9 +15,10 @@ Spark wants. The overhead, when not given, is ``memoryOverheadFactor`` (0.10 for
 applications, 0.40 for Python and R) of the memory, at least 384 MiB, as Spark computes it.
 
 Spark's own pods: an executor (``spark-role: executor``) carries only what its configuration
-gives it; its driver is its owner (an ownerReference to the driver pod). ``CLASSIFICATION``
-labels of the driver are its executors' too (``inherited_labels``), so an executor of a sensitive
-driver is judged, and labelled by /mutate, as sensitive.
+gives it; its driver is its owner (an ownerReference to the driver pod, ``driver_of``). The
+driver's classification labels (the sensitive label and the egress label, which the gateway names)
+are its executors' too (``inherited_labels``), so an executor of a sensitive driver is judged, and
+labelled by /mutate, as sensitive.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SparkSpecError
+from .queues import QUEUE_ANNOTATION
 
 SPARK_ROLE = "spark-role"
 APP_NAME_LABEL = "spark-app-name"
@@ -123,7 +125,7 @@ def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: st
             container[key] = role[field]
     spec["containers"] = [container, *(role.get("sidecars") or [])]
     if options.get("queue"):
-        metadata.setdefault("annotations", {})["scheduling.volcano.sh/queue-name"] = options["queue"]
+        metadata.setdefault("annotations", {})[QUEUE_ANNOTATION] = options["queue"]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 

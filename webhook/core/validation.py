@@ -86,12 +86,14 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     if workload is Workload.BINDING and not isinstance(binding, Mapping):
         reason = binding or "vgate judges bindings from the cluster state, and cluster.watch is off"
         return _failed(request, f"cannot judge this binding: {reason}", engine.revision, config.server.failure_mode)
-    if workload is Workload.SPARK_APPLICATION and (refusal := spark_refusal(obj, request.kind, config)):
-        return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
-                                   f"{refusal}", audit_annotations={"refused": "spark-spec"}), error=None)
     try:
+        if workload is Workload.SPARK_APPLICATION:
+            _check_executors(obj, request.kind, config)
         judged = _judged(request, workload, obj, config, namespace_queue, binding, inherited)
         answers = [(title, engine.evaluate(evaluated)) for title, _, evaluated in judged]
+    except SparkSpecError as refusal:  # its pods cannot be told, or it runs more executors than judged
+        return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
+                                   f"{refusal}", audit_annotations={"refused": "spark-spec"}), error=None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
         return _failed(request, reason, engine.revision, config.server.failure_mode)
@@ -125,17 +127,12 @@ def _judged(request: AdmissionRequest, workload: Workload, obj: dict[str, Any], 
     return [("", obj, EngineInput(request.raw, request.review))]
 
 
-def spark_refusal(obj: dict[str, Any], kind: str, config: Config) -> str | None:
-    """Why a Spark application cannot be judged as its pods (a size Spark would not read, a missing
-    role), or runs more executors than the gateway judges; None when it can be."""
-    try:
-        spark_pods(obj, kind)
-    except SparkSpecError as exc:
-        return str(exc)
+def _check_executors(obj: dict[str, Any], kind: str, config: Config) -> None:
+    """SparkSpecError when a Spark application may run more executors than the gateway judges."""
     executors, most = executor_instances(obj, kind), config.server.max_tasks_per_job
     if executors > most:
-        return f"it may run {executors} executors; the gateway judges at most {most} (server.maxTasksPerJob)"
-    return None
+        raise SparkSpecError(f"it may run {executors} executors; the gateway judges at most {most} "
+                             "(server.maxTasksPerJob)")
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:

@@ -120,7 +120,8 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
-        binding = self._binding_context(request) if classify(request) is Workload.BINDING else None
+        is_binding = classify(request) is Workload.BINDING
+        binding = self._binding_context(request) if is_binding else None
         inherited = self._inherited(request)
         result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
                           namespace_queue=self._namespace_queue(request.namespace), binding=binding,
@@ -135,7 +136,7 @@ class Gateway:
         for outcome in result.outcomes:
             self.metrics.violations.labels(outcome.rule, outcome.action).inc()
         placed = None
-        if classify(request) is Workload.BINDING and not result.exempt:
+        if is_binding and not result.exempt:
             placed = placement_record(request, binding, self.config.placement)
             if result.decision.allowed and self.cluster is not None and not request.dry_run:
                 self.cluster.note_bound(request.namespace, request.name, placed["node"])
