@@ -1,0 +1,215 @@
+"""Gatekeeper and Kyverno beside vgate in the e2e control plane, for bench/peers.py.
+
+Each peer runs as its own release installs it, out of cluster: its CRDs, RBAC and configuration from
+the install manifest in its Go module (Deployments and Services left out: the binary runs here as a
+process, as the e2e suite runs Volcano and vgate), authenticated as its own ServiceAccount, its
+webhook configurations routed by URL to 127.0.0.1 (no kube-proxy). Gatekeeper: cert rotation off, a
+serving certificate of the e2e CA in --cert-dir, its shipped webhook configurations with the URL
+swapped in. Kyverno: `--serverIP`, so it registers its own webhooks by URL with its own CA.
+
+Who judges a pod is decided by namespace: every webhook of vgate, Gatekeeper and Kyverno is scoped
+to namespaces labelled `bench.vgate.io/target=<its name>`, so one cluster holds all three and a
+bench round picks one by creating its pods in that namespace (`none`: no policy webhook at all,
+only Volcano's). `restore_vgate()` puts vgate's own registrations back for the e2e suite.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import json
+import ssl
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import build, charts, cluster, pki
+from e2e.waiting import eventually
+
+TARGET_LABEL = "bench.vgate.io/target"
+# vgate-validate: vgate's validating webhooks alone (no mutation), as Kyverno and Gatekeeper are given
+# validation policies alone.
+TARGETS = ("none", "vgate", "vgate-validate", "kyverno", "gatekeeper")
+GATEKEEPER_PORT, GATEKEEPER_HEALTH_PORT, GATEKEEPER_METRICS_PORT = 16460, 16461, 16462
+KYVERNO_PORT, KYVERNO_METRICS_PORT = 16463, 16464
+GATEKEEPER_MODULE = "github.com/open-policy-agent/gatekeeper/v3"
+KYVERNO_MODULE = "github.com/kyverno/kyverno"
+POLICIES = build.ROOT / "bench" / "peers"
+
+# gatekeeper-library's pod-security-policy templates the Pod Security Standards' restricted level
+# needs (the constraints with restricted's parameters are in bench/peers/gatekeeper-constraints.yaml).
+GATEKEEPER_LIBRARY_TEMPLATES = (
+    "allow-privilege-escalation", "apparmor", "capabilities", "forbidden-sysctls", "host-filesystem",
+    "host-namespaces", "host-network-ports", "host-process", "host-probes-lifecycle", "privileged-containers",
+    "proc-mount", "seccompv2", "selinux", "users", "volumes",
+)
+
+
+def bench_namespace(target: str) -> str:
+    """The namespace a round of ``target`` creates its pods in (secure-*: vgate holds it to restricted)."""
+    return f"secure-bench-{target}"
+
+
+def _scope(selector: dict[str, Any] | None, *targets: str) -> dict[str, Any]:
+    selector = copy.deepcopy(selector or {})
+    expressions = [e for e in selector.get("matchExpressions") or [] if e.get("key") != TARGET_LABEL]
+    selector["matchExpressions"] = [*expressions, {"key": TARGET_LABEL, "operator": "In", "values": list(targets)}]
+    return selector
+
+
+def scoped(configuration: dict[str, Any], *targets: str) -> dict[str, Any]:
+    """A webhook configuration whose every webhook sees only the namespaces of ``targets``."""
+    configuration = copy.deepcopy(configuration)
+    for webhook in configuration["webhooks"]:
+        webhook["namespaceSelector"] = _scope(webhook.get("namespaceSelector"), *targets)
+    return configuration
+
+
+def _module_dir(name: str, module: str) -> Path:
+    out = subprocess.run(["go", "list", "-m", "-json", module], cwd=build.MODULE / name, check=True,
+                                 capture_output=True, text=True).stdout
+    return Path(json.loads(out)["Dir"])
+
+
+def _install_objects(manifest: Path, leave_out: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(manifest.read_text()) if d and d["kind"] not in leave_out]
+
+
+def _authority() -> pki.Authority:
+    return pki.Authority(cluster.RUN / "pki", "e2e-ca")
+
+
+def _healthy(url: str) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def running(component: str) -> bool:
+    """Whether ``component`` was started into this control plane and still runs."""
+    pid_file = cluster.RUN / "pids" / f"{component}.pid"
+    return pid_file.exists() and cluster._alive(int(pid_file.read_text()))
+
+
+def namespaces() -> None:
+    """One namespace per target, labelled for its webhooks' selectors."""
+    cluster.apply([{"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": bench_namespace(t), "labels": {TARGET_LABEL: t}}} for t in TARGETS])
+
+
+def scope_vgate() -> None:
+    """vgate's chart-rendered webhooks: all of them for the `vgate` target's namespace, the
+    validating ones also for `vgate-validate`'s."""
+    cluster.apply([scoped(c, "vgate") if c["kind"] == "MutatingWebhookConfiguration" else
+                   scoped(c, "vgate", "vgate-validate") for c in cluster.vgate_webhook_configurations()])
+
+
+def restore_vgate() -> None:
+    cluster.apply(cluster.vgate_webhook_configurations())
+
+
+def _stand_in_pod(namespace: str, name: str, image: str) -> None:
+    """The Pod object a peer looks itself up as (Gatekeeper owns its status objects by it): kwok runs
+    it on a node; the peer itself runs here, out of cluster."""
+    cluster.apply([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+                    "spec": {"nodeName": cluster.NODES[2]["name"], "containers": [{
+                        "name": "manager", "image": image, "securityContext": {  # its namespace is restricted
+                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                            "runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}}]}}])
+
+
+def start_gatekeeper(library: Path) -> None:
+    """Gatekeeper's webhook (`--operation=webhook --operation=mutation-webhook`, as its chart runs
+    its controller-manager) with the library's templates and restricted's constraints."""
+    binary = build.build_peer("gatekeeper")
+    install = _install_objects(_module_dir("gatekeeper", GATEKEEPER_MODULE) / "deploy" / "gatekeeper.yaml",
+                               ("Deployment", "Service", "Secret", "PodDisruptionBudget", "ResourceQuota",
+                                "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"))
+    webhooks = [d for d in yaml.safe_load_all(
+        (_module_dir("gatekeeper", GATEKEEPER_MODULE) / "deploy" / "gatekeeper.yaml").read_text())
+        if d and d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
+    cluster.apply(install)
+    cluster.wait_established([o["metadata"]["name"] for o in install if o["kind"] == "CustomResourceDefinition"])
+    _stand_in_pod("gatekeeper-system", "gatekeeper-bench", "openpolicyagent/gatekeeper:v3.23.1")
+    workdir = cluster.RUN / "gatekeeper"
+    certs = workdir / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    cert, key = _authority().issue(workdir, "serving", cluster.HOST, hosts=(cluster.HOST,))
+    (certs / "tls.crt").write_bytes(cert.read_bytes())
+    (certs / "tls.key").write_bytes(key.read_bytes())
+    kubeconfig = cluster.identity_kubeconfig(
+        "gatekeeper", *cluster.service_account_user("gatekeeper-system", "gatekeeper-admin"))
+    cluster.Component("gatekeeper", [
+        str(binary), f"--kubeconfig={kubeconfig}", f"--port={GATEKEEPER_PORT}", f"--host={cluster.HOST}",
+        f"--cert-dir={certs}", "--disable-cert-rotation", "--logtostderr", "--exempt-namespace=gatekeeper-system",
+        # the controller-manager's operations, and `generate` (the constraint CRDs from the templates), which
+        # the chart gives its audit pod; audit itself is not run (as vgate's hourly reports are not here).
+        "--operation=webhook", "--operation=mutation-webhook", "--operation=generate",
+        "--disable-opa-builtin={http.send}",
+        f"--health-addr={cluster.HOST}:{GATEKEEPER_HEALTH_PORT}",
+        f"--metrics-addr={cluster.HOST}:{GATEKEEPER_METRICS_PORT}",
+        "--shutdown-delay=0",
+    ], lambda: cluster._http_ok(f"http://{cluster.HOST}:{GATEKEEPER_HEALTH_PORT}/readyz"),
+        env={"POD_NAMESPACE": "gatekeeper-system", "POD_NAME": "gatekeeper-bench", "NAMESPACE": "gatekeeper-system",
+             "CONTAINER_NAME": "manager"}).start(timeout=180)
+    bundle = base64.b64encode(_authority().cert_path.read_bytes()).decode()
+    base = f"https://{cluster.HOST}:{GATEKEEPER_PORT}"
+    cluster.apply([scoped(cluster._with_url(c, base, bundle), "gatekeeper") for c in webhooks])
+    templates = [yaml.safe_load((library / "library" / "pod-security-policy" / name / "template.yaml").read_text())
+                 for name in GATEKEEPER_LIBRARY_TEMPLATES]
+    templates.append(yaml.safe_load((POLICIES / "gatekeeper-placement-template.yaml").read_text()))
+    cluster.apply(templates)
+    kinds = [t["spec"]["crd"]["spec"]["names"]["kind"] for t in templates]
+    cluster.wait_established([f"{k.lower()}.constraints.gatekeeper.sh" for k in kinds])
+    cluster.apply([d for d in yaml.safe_load_all((POLICIES / "gatekeeper-constraints.yaml").read_text()) if d])
+
+
+def start_kyverno() -> None:
+    """Kyverno's admission controller with the install manifest's flags, registering its webhooks by
+    URL (`--serverIP`) for the `kyverno` target's namespace, and the two ClusterPolicies."""
+    binary = build.build_peer("kyverno")
+    manifest = _module_dir("kyverno", KYVERNO_MODULE) / "config" / "install-latest-testing.yaml"
+    install = _install_objects(manifest, ("Deployment", "Service"))
+    for item in install:
+        if item["kind"] == "ConfigMap" and item["metadata"]["name"] == "kyverno":
+            selector = json.loads(item["data"]["webhooks"])["namespaceSelector"]
+            item["data"]["webhooks"] = json.dumps({"namespaceSelector": _scope(selector, "kyverno")})
+    cluster.apply(install)
+    cluster.wait_established([o["metadata"]["name"] for o in install if o["kind"] == "CustomResourceDefinition"])
+    args = next(d for d in yaml.safe_load_all(manifest.read_text())
+                if d and d["kind"] == "Deployment" and d["metadata"]["name"] == "kyverno-admission-controller"
+                )["spec"]["template"]["spec"]["containers"][0]["args"]
+    kept = charts.args_without(args, "--servicePort", "--webhookServerPort", "--metricsPort",
+                               "--controllerRuntimeMetricsAddress", "--otelConfig")
+    kubeconfig = cluster.identity_kubeconfig(
+        "kyverno", *cluster.service_account_user("kyverno", "kyverno-admission-controller"))
+    cluster.Component("kyverno", [
+        str(binary), f"--kubeconfig={kubeconfig}", *kept, f"--serverIP={cluster.HOST}:{KYVERNO_PORT}",
+        f"--webhookServerHost={cluster.HOST}", f"--webhookServerPort={KYVERNO_PORT}", f"--servicePort={KYVERNO_PORT}",
+        f"--metricsPort={KYVERNO_METRICS_PORT}", "--otelConfig=prometheus", "--controllerRuntimeMetricsAddress=0",
+    ], lambda: _healthy(f"https://{cluster.HOST}:{KYVERNO_PORT}/health/readiness"),
+        env={"KYVERNO_NAMESPACE": "kyverno", "KYVERNO_POD_NAME": "kyverno-bench", "INIT_CONFIG": "kyverno",
+             "METRICS_CONFIG": "kyverno-metrics", "KYVERNO_SERVICEACCOUNT_NAME": "kyverno-admission-controller",
+             "KYVERNO_ROLE_NAME": "kyverno:admission-controller", "KYVERNO_SVC": "kyverno-svc",
+             "KYVERNO_DEPLOYMENT": "kyverno-admission-controller", "TUF_ROOT": str(cluster.RUN / "kyverno-tuf")},
+    ).start(timeout=180)
+    policies = [d for d in yaml.safe_load_all((POLICIES / "kyverno-policies.yaml").read_text()) if d]
+    cluster.apply(policies)
+
+    def ready(name: str) -> bool:
+        found = cluster.kubectl("get", "clusterpolicy", name, "-o", "json", check=False)
+        conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or [] \
+            if found.returncode == 0 else []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    for policy in policies:
+        if not eventually(functools.partial(ready, policy["metadata"]["name"]), timeout=120):
+            raise SystemExit(f"peers: Kyverno's ClusterPolicy {policy['metadata']['name']} not ready in 120 s")
