@@ -110,13 +110,17 @@ _DRAIN_FACTOR = 4
 _HEALTHY = orjson.dumps({"status": "ok"})
 
 
-def direct_answers(live: LiveGateway) -> Callable[[str, str, bytes], tuple[int, bytes] | None]:
-    """The admission endpoints and /healthz without Flask (asgi.WsgiBehindLoop's ``direct``): the
-    same gateway calls, errors and records as the views above, for a body the event loop read in
-    full and within the limit; None for anything else, which the Flask app answers."""
+def direct_answers(live: LiveGateway, *, probes: bool = True) -> Callable[[str, str, bytes], tuple[int, bytes] | None]:
+    """The admission endpoints, /healthz and (with ``probes``, as ``create_app``) /readyz without
+    Flask (asgi.WsgiBehindLoop's ``direct``): the same gateway calls, errors and records as the views
+    above, for a body the event loop read in full and within the limit; None for anything else,
+    which the Flask app answers."""
     def answer(method: str, path: str, body: bytes) -> tuple[int, bytes] | None:
         if method == "GET" and path == "/healthz":
             return 200, _HEALTHY
+        if method == "GET" and path == "/readyz" and probes:
+            status, document = readiness(live)
+            return status, orjson.dumps(document) if status == 200 else _error_body(status, document["error"])
         if method != "POST" or path not in ("/mutate", "/validate"):
             return None
         gateway = live.current  # one gateway for the whole request, even if a reload swaps it meanwhile

@@ -7,7 +7,7 @@ body, for thousands of connections at once; only a complete body (or a refusal) 
 unchanged Flask app, run on a few app threads per worker (``--threads``): one decodes and records
 while another waits for its evaluation or its fsync.
 
-``direct`` answers what it can without the WSGI app (the admission endpoints and /healthz: a body
+``direct`` answers what it can without the WSGI app (the admission endpoints, /healthz, /readyz: a body
 read in full, a method and path it serves), on the same app threads: no environ is built and no
 Flask request runs on the admission path. What it leaves (None), and every body refused or cut
 short, goes to the WSGI app, which answers and records it as before.

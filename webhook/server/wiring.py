@@ -135,4 +135,5 @@ def asgi_app_from_environment() -> WsgiBehindLoop:
     app, live = build_worker(settings)
     server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
     return WsgiBehindLoop(app, lambda: server().max_body_bytes, lambda: server().body_read_timeout_seconds,
-                          settings.app_threads, direct_answers(live) if settings.direct else None)
+                          settings.app_threads,
+                          direct_answers(live, probes=not runtime.probes_served) if settings.direct else None)
