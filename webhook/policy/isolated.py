@@ -34,6 +34,7 @@ from ..core.errors import EvaluationError, EvaluatorGone, EvaluatorTimeout, Poli
 from .sources import PolicySet
 
 EVALUATE, INTERPRET, INVENTORY = b"E", b"I", b"D"
+_READ_SIZE = 1 << 20
 
 
 class IsolatedEngine:
@@ -144,22 +145,24 @@ class _Child:
             write_frame(self._in, payload)
         except OSError as error:
             raise EvaluatorGone(self._exit_reason() or str(error)) from None
-        header = self._read(4, deadline)
-        reply: dict[str, Any] = orjson.loads(self._read(int.from_bytes(header, "big"), deadline))
+        reply: dict[str, Any] = orjson.loads(self._receive(deadline))
         return reply
 
-    def _read(self, size: int, deadline: float) -> bytes:
-        parts, remaining = [], size
-        while remaining:
+    def _receive(self, deadline: float) -> bytes:
+        """The child's reply frame: read as it comes, in as few reads as it arrives in (one, mostly:
+        a read per header and per payload cost a wake-up and a select each)."""
+        buffer, size = bytearray(), -1
+        while size < 0 or len(buffer) < 4 + size:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._out], [], [], left)[0]:
                 raise EvaluatorTimeout()
-            part = os.read(self._out, remaining)
+            part = os.read(self._out, _READ_SIZE)
             if not part:
                 raise EvaluatorGone(self._exit_reason() or "closed its output")
-            parts.append(part)
-            remaining -= len(part)
-        return b"".join(parts)
+            buffer += part
+            if size < 0 and len(buffer) >= 4:
+                size = int.from_bytes(buffer[:4], "big")
+        return bytes(buffer[4:4 + size])
 
     def _exit_reason(self) -> str | None:
         try:
@@ -185,19 +188,16 @@ def write_frame(fd: int, payload: bytes) -> None:
 
 
 def read_frame(fd: int) -> bytes | None:
-    """One frame from a blocking descriptor; None at end of input."""
-    header = _read_exactly(fd, 4)
-    if header is None:
-        return None
-    return _read_exactly(fd, int.from_bytes(header, "big")) or b""
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    parts, remaining = [], size
-    while remaining:
-        part = os.read(fd, remaining)
+    """One frame from a blocking descriptor; None at end of input. The parent sends a frame only
+    once it has the answer to the one before, so nothing is read past a frame's end."""
+    buffer, size = bytearray(), -1
+    while size < 0 or len(buffer) < 4 + size:
+        part = os.read(fd, _READ_SIZE if size < 0 else 4 + size - len(buffer))
         if not part:
             return None
-        parts.append(part)
-        remaining -= len(part)
-    return b"".join(parts)
+        buffer += part
+        if size < 0 and len(buffer) >= 4:
+            size = int.from_bytes(buffer[:4], "big")
+    if len(buffer) != 4 + size:
+        raise ValueError("the parent sent a frame before the answer to the last one")
+    return bytes(buffer[4:])
