@@ -75,7 +75,8 @@ def engines() -> dict[str, Callable[[bytes], PolicyResult]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--block", type=int, default=400, help="evaluations per block (CPU is read in clock ticks: keep a block over 100 ms)")
+    parser.add_argument("--block", type=int, default=400,
+                        help="evaluations per block (CPU is read in clock ticks: keep a block over 100 ms)")
     parser.add_argument("--blocks", type=int, default=15)
     args = parser.parse_args()
     chosen = engines()

@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import threading
 
+from test_inventory import namespaces, unmutated_pod
+
 from webhook.core.contract import EngineInput
 from webhook.policy.isolated import IsolatedEngine, read_frame, write_frame
 from webhook.policy.sources import load_policy_set
 
 from helpers import POLICIES, review
-from test_inventory import namespaces, unmutated_pod
 
 
 def test_a_frame_larger_than_a_pipe_arrives_whole_and_the_end_of_input_is_none():
