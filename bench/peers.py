@@ -240,9 +240,9 @@ def main() -> None:
         cluster.up()
     peers.namespaces()
     peers.scope_vgate()
-    if not peers.running("gatekeeper"):
+    if not cluster.running("gatekeeper"):
         peers.start_gatekeeper(args.library)
-    if not peers.running("kyverno"):
+    if not cluster.running("kyverno"):
         peers.start_kyverno()
     client = Client()
     try:

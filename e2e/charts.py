@@ -36,9 +36,10 @@ def render(chart: Path, name: str, namespace: str, values: dict[str, Any]) -> li
             for document in yaml.safe_load_all(text) if document]
 
 
-def module_dir(module: str) -> Path:
-    """Where the wrapper module's copy of ``module`` is in the module cache."""
-    out = subprocess.run(["go", "list", "-m", "-json", module], cwd=build.MODULE, check=True,
+def module_dir(module: str, wrapper: Path = build.MODULE) -> Path:
+    """Where a wrapper module's copy of ``module`` is in the module cache (the control plane's
+    wrapper, by default)."""
+    out = subprocess.run(["go", "list", "-m", "-json", module], cwd=wrapper, check=True,
                          capture_output=True, text=True).stdout
     return Path(json.loads(out)["Dir"])
 

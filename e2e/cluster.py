@@ -237,16 +237,22 @@ def _write_component_kubeconfigs(ca: pki.Authority) -> None:
 
 
 def wait_established(crds: list[str]) -> None:
-    """Each CRD served. Polled: `kubectl wait` errors on a CRD whose status is not set yet."""
-    def established(name: str) -> bool:
-        found = kubectl("get", "crd", name, "-o", "json", check=False)
+    """Each CRD served."""
+    wait_condition("crd", crds, "Established")
+
+
+def wait_condition(kind: str, names: list[str], condition: str, timeout: float = 60) -> None:
+    """Each named object of ``kind`` with ``condition`` True. Polled: `kubectl wait` errors on an
+    object whose status is not set yet."""
+    def holds(name: str) -> bool:
+        found = kubectl("get", kind, name, "-o", "json", check=False)
         conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or [] if found.returncode == 0 \
             else []
-        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+        return any(c.get("type") == condition and c.get("status") == "True" for c in conditions)
 
-    for name in crds:
-        if not eventually(functools.partial(established, name), timeout=60):
-            raise SystemExit(f"e2e: CRD {name} not established within 60 s")
+    for name in names:
+        if not eventually(functools.partial(holds, name), timeout=timeout):
+            raise SystemExit(f"e2e: {kind} {name} not {condition} within {timeout:.0f} s")
 
 
 def _start_volcano(binaries: Path, ca: pki.Authority, volcano: charts.VolcanoObjects) -> None:
@@ -400,6 +406,12 @@ def down(quiet: bool = False) -> None:
             print(f"e2e: stopped {pid_file.stem}", file=sys.stderr)
 
 
+def running(name: str) -> bool:
+    """Whether component ``name`` was started into this control plane and still runs."""
+    pid_file = RUN / "pids" / f"{name}.pid"
+    return pid_file.exists() and _alive(int(pid_file.read_text()))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -414,9 +426,9 @@ def _alive(pid: int) -> bool:
 
 def status() -> int:
     pids = RUN / "pids"
-    running = {p.stem: _alive(int(p.read_text())) for p in sorted(pids.glob("*.pid"))} if pids.is_dir() else {}
-    print(json.dumps(running, indent=1))
-    return 0 if running and all(running.values()) else 1
+    states = {p.stem: running(p.stem) for p in sorted(pids.glob("*.pid"))} if pids.is_dir() else {}
+    print(json.dumps(states, indent=1))
+    return 0 if states and all(states.values()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

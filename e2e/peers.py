@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import json
 import ssl
-import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,6 @@ from typing import Any
 import yaml
 
 from e2e import build, charts, cluster, pki
-from e2e.waiting import eventually
 
 TARGET_LABEL = "bench.vgate.io/target"
 # vgate-validate: vgate's validating webhooks alone (no mutation), as Kyverno and Gatekeeper are given
@@ -69,14 +66,10 @@ def scoped(configuration: dict[str, Any], *targets: str) -> dict[str, Any]:
     return configuration
 
 
-def _module_dir(name: str, module: str) -> Path:
-    out = subprocess.run(["go", "list", "-m", "-json", module], cwd=build.MODULE / name, check=True,
-                                 capture_output=True, text=True).stdout
-    return Path(json.loads(out)["Dir"])
-
-
-def _install_objects(manifest: Path, leave_out: tuple[str, ...]) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(manifest.read_text()) if d and d["kind"] not in leave_out]
+def _manifest(name: str, module: str, path: str) -> list[dict[str, Any]]:
+    """The objects of an install manifest in peer ``name``'s module (``path`` inside it)."""
+    text = (charts.module_dir(module, build.MODULE / name) / path).read_text()
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def _authority() -> pki.Authority:
@@ -91,12 +84,6 @@ def _healthy(url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
-
-
-def running(component: str) -> bool:
-    """Whether ``component`` was started into this control plane and still runs."""
-    pid_file = cluster.RUN / "pids" / f"{component}.pid"
-    return pid_file.exists() and cluster._alive(int(pid_file.read_text()))
 
 
 def namespaces() -> None:
@@ -130,12 +117,11 @@ def start_gatekeeper(library: Path) -> None:
     """Gatekeeper's webhook (`--operation=webhook --operation=mutation-webhook`, as its chart runs
     its controller-manager) with the library's templates and restricted's constraints."""
     binary = build.build_peer("gatekeeper")
-    install = _install_objects(_module_dir("gatekeeper", GATEKEEPER_MODULE) / "deploy" / "gatekeeper.yaml",
-                               ("Deployment", "Service", "Secret", "PodDisruptionBudget", "ResourceQuota",
-                                "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"))
-    webhooks = [d for d in yaml.safe_load_all(
-        (_module_dir("gatekeeper", GATEKEEPER_MODULE) / "deploy" / "gatekeeper.yaml").read_text())
-        if d and d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
+    objects = _manifest("gatekeeper", GATEKEEPER_MODULE, "deploy/gatekeeper.yaml")
+    webhook_kinds = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    webhooks = [d for d in objects if d["kind"] in webhook_kinds]
+    install = [d for d in objects if d["kind"] not in (
+        *webhook_kinds, "Deployment", "Service", "Secret", "PodDisruptionBudget", "ResourceQuota")]
     cluster.apply(install)
     cluster.wait_established([o["metadata"]["name"] for o in install if o["kind"] == "CustomResourceDefinition"])
     _stand_in_pod("gatekeeper-system", "gatekeeper-bench", "openpolicyagent/gatekeeper:v3.23.1")
@@ -176,17 +162,16 @@ def start_kyverno() -> None:
     """Kyverno's admission controller with the install manifest's flags, registering its webhooks by
     URL (`--serverIP`) for the `kyverno` target's namespace, and the two ClusterPolicies."""
     binary = build.build_peer("kyverno")
-    manifest = _module_dir("kyverno", KYVERNO_MODULE) / "config" / "install-latest-testing.yaml"
-    install = _install_objects(manifest, ("Deployment", "Service"))
+    objects = _manifest("kyverno", KYVERNO_MODULE, "config/install-latest-testing.yaml")
+    install = [d for d in objects if d["kind"] not in ("Deployment", "Service")]
     for item in install:
         if item["kind"] == "ConfigMap" and item["metadata"]["name"] == "kyverno":
             selector = json.loads(item["data"]["webhooks"])["namespaceSelector"]
             item["data"]["webhooks"] = json.dumps({"namespaceSelector": _scope(selector, "kyverno")})
     cluster.apply(install)
     cluster.wait_established([o["metadata"]["name"] for o in install if o["kind"] == "CustomResourceDefinition"])
-    args = next(d for d in yaml.safe_load_all(manifest.read_text())
-                if d and d["kind"] == "Deployment" and d["metadata"]["name"] == "kyverno-admission-controller"
-                )["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = next(d for d in objects if d["kind"] == "Deployment" and d["metadata"]["name"] ==
+                "kyverno-admission-controller")["spec"]["template"]["spec"]["containers"][0]["args"]
     kept = charts.args_without(args, "--servicePort", "--webhookServerPort", "--metricsPort",
                                "--controllerRuntimeMetricsAddress", "--otelConfig")
     kubeconfig = cluster.identity_kubeconfig(
@@ -203,13 +188,4 @@ def start_kyverno() -> None:
     ).start(timeout=180)
     policies = [d for d in yaml.safe_load_all((POLICIES / "kyverno-policies.yaml").read_text()) if d]
     cluster.apply(policies)
-
-    def ready(name: str) -> bool:
-        found = cluster.kubectl("get", "clusterpolicy", name, "-o", "json", check=False)
-        conditions = (json.loads(found.stdout).get("status") or {}).get("conditions") or [] \
-            if found.returncode == 0 else []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-    for policy in policies:
-        if not eventually(functools.partial(ready, policy["metadata"]["name"]), timeout=120):
-            raise SystemExit(f"peers: Kyverno's ClusterPolicy {policy['metadata']['name']} not ready in 120 s")
+    cluster.wait_condition("clusterpolicy", [p["metadata"]["name"] for p in policies], "Ready", timeout=120)
