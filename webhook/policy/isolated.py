@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -149,20 +150,22 @@ class _Child:
         return reply
 
     def _receive(self, deadline: float) -> bytes:
-        """The child's reply frame: read as it comes, in as few reads as it arrives in (one, mostly:
-        a read per header and per payload cost a wake-up and a select each)."""
-        buffer, size = bytearray(), -1
-        while size < 0 or len(buffer) < 4 + size:
+        """The child's reply frame, each part waited for until the deadline."""
+        def part(most: int) -> bytes:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._out], [], [], left)[0]:
                 raise EvaluatorTimeout()
-            part = os.read(self._out, _READ_SIZE)
-            if not part:
+            data = os.read(self._out, most)
+            if not data:
                 raise EvaluatorGone(self._exit_reason() or "closed its output")
-            buffer += part
-            if size < 0 and len(buffer) >= 4:
-                size = int.from_bytes(buffer[:4], "big")
-        return bytes(buffer[4:4 + size])
+            return data
+
+        try:
+            frame = _frame(part)
+        except ValueError as error:
+            raise EvaluatorGone(str(error)) from None
+        assert frame is not None  # part raises at the end of output
+        return frame
 
     def _exit_reason(self) -> str | None:
         try:
@@ -188,16 +191,23 @@ def write_frame(fd: int, payload: bytes) -> None:
 
 
 def read_frame(fd: int) -> bytes | None:
-    """One frame from a blocking descriptor; None at end of input. The parent sends a frame only
-    once it has the answer to the one before, so nothing is read past a frame's end."""
+    """One frame from a blocking descriptor; None at end of input."""
+    return _frame(lambda most: os.read(fd, most))
+
+
+def _frame(read: Callable[[int], bytes]) -> bytes | None:
+    """A frame put together from ``read(most)``'s parts (empty at end of input: None), in as few
+    reads as it arrives in — one, mostly: a read for the header and one for the payload cost a
+    wake-up each. Each side sends a frame only once it has the answer to the one before, so
+    nothing is read past a frame's end."""
     buffer, size = bytearray(), -1
     while size < 0 or len(buffer) < 4 + size:
-        part = os.read(fd, _READ_SIZE if size < 0 else 4 + size - len(buffer))
+        part = read(_READ_SIZE if size < 0 else 4 + size - len(buffer))
         if not part:
             return None
         buffer += part
         if size < 0 and len(buffer) >= 4:
             size = int.from_bytes(buffer[:4], "big")
     if len(buffer) != 4 + size:
-        raise ValueError("the parent sent a frame before the answer to the last one")
+        raise ValueError("a frame was sent before the answer to the last one")
     return bytes(buffer[4:])
