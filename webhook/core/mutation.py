@@ -34,6 +34,7 @@ from .kinds import Workload
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, queue_and_source
 from .size_limits import oversize
+from .spark import app_path
 from .workloads import (
     MUTATED,
     annotations_of,
@@ -129,7 +130,7 @@ def managed_fields(workload: Workload, obj: dict[str, Any]) -> list[FieldPath]:
     if workload is Workload.POD_GROUP:
         return [("metadata", "annotations"), ("spec", "queue"), ("spec", "priorityClassName")]
     if workload is Workload.SPARK_APPLICATION:
-        app: FieldPath = ("spec", "template") if obj.get("kind") == "ScheduledSparkApplication" else ("spec",)
+        app: FieldPath = app_path(obj.get("kind"))
         return [("metadata", "annotations"), (*app, "batchScheduler"), (*app, "batchSchedulerOptions"),
                 (*app, "driver", "coreLimit"), (*app, "executor", "coreLimit")]
     fields: list[FieldPath] = [("metadata", "annotations"), ("spec", "queue"), ("spec", "schedulerName"),
@@ -265,8 +266,9 @@ def _mutate_spark(application: dict[str, Any], namespace: str, config: Config,
     batchSchedulerOptions (queue, priority class) are filled in where missing; in a Guaranteed
     queue each role without a CPU limit gets its cores as one (Spark sizes memory request and limit
     alike already, as memory plus overhead)."""
-    spec = application.setdefault("spec", {})
-    app = spec.setdefault("template", {}) if application.get("kind") == "ScheduledSparkApplication" else spec
+    app = application
+    for key in app_path(application.get("kind")):
+        app = app.setdefault(key, {})
     queue, source = _queue_and_class(app.setdefault("batchSchedulerOptions", {}), labels_of(application), namespace,
                                      config, namespace_queue)
     if matches_globs(namespace, config.volcano["namespaces"]) and not app.get("batchScheduler"):

@@ -38,14 +38,18 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([bkmgtp]?)b?\s*$", re.IGNORECASE)
 ROLES = (("spec.driver", "driver"), ("spec.executor", "executor"))
 
 
+def app_path(kind: str | None) -> tuple[str, ...]:
+    """Where the application spec is: a SparkApplication's ``spec``, a ScheduledSparkApplication's
+    ``spec.template`` (what it creates a SparkApplication of)."""
+    return ("spec", "template") if kind == "ScheduledSparkApplication" else ("spec",)
+
+
 def app_spec(obj: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
-    """The application spec: a SparkApplication's ``spec``, a ScheduledSparkApplication's ``spec.template``."""
-    spec = (obj or {}).get("spec")
-    spec = spec if isinstance(spec, dict) else {}
-    if kind == "ScheduledSparkApplication":
-        template = spec.get("template")
-        return template if isinstance(template, dict) else {}
-    return spec
+    """The application spec (``app_path``), or {} where the object has none."""
+    found: Any = obj or {}
+    for key in app_path(kind):
+        found = found.get(key) if isinstance(found, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def spark_mebibytes(value: Any, where: str) -> int:
