@@ -84,11 +84,12 @@ def mutate(request: AdmissionRequest, config: Config, namespace_queue: str | Non
         return Mutation()  # an oversized object is left to /validate, which denies it with the reason
     original = request.object
     mutated = orjson.loads(orjson.dumps(original))  # a deep copy, several times faster than copy.deepcopy
-    if inherited and workload is Workload.POD:
-        mutated.setdefault("metadata", {}).setdefault("labels", {}).update(inherited)
+    labelled = inherited if workload is Workload.POD else None
+    if labelled:
+        mutated.setdefault("metadata", {}).setdefault("labels", {}).update(labelled)
     result = _MUTATORS[workload](mutated, request.namespace, config, namespace_queue)
     fields = managed_fields(workload, mutated)
-    if inherited and workload is Workload.POD:
+    if labelled:
         fields.insert(0, ("metadata", "labels"))
     if INJECTED_ANNOTATION in annotations_of(original):
         # A later pass adds only what is missing, so it never undoes another webhook; a queue that

@@ -77,13 +77,13 @@ def create_app(live: LiveGateway, metrics: Metrics, *, probes: bool = True) -> F
 
     @app.get("/healthz")
     def healthz() -> Response:
-        return json.response({"status": "ok"})
+        return Response(_HEALTHY, mimetype="application/json")
 
     if probes:
         @app.get("/readyz")
         def readyz() -> Response:
-            status, body = readiness(live)
-            return json.response(body) if status == 200 else _error(status, body["error"])
+            status, payload = _readyz(live)
+            return Response(payload, status=status, mimetype="application/json")
 
         @app.get("/metrics")
         def metrics_view() -> Response:
@@ -119,8 +119,7 @@ def direct_answers(live: LiveGateway, *, probes: bool = True) -> Callable[[str, 
         if method == "GET" and path == "/healthz":
             return 200, _HEALTHY
         if method == "GET" and path == "/readyz" and probes:
-            status, document = readiness(live)
-            return status, orjson.dumps(document) if status == 200 else _error_body(status, document["error"])
+            return _readyz(live)
         if method != "POST" or path not in ("/mutate", "/validate"):
             return None
         gateway = live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
@@ -132,6 +131,12 @@ def direct_answers(live: LiveGateway, *, probes: bool = True) -> Callable[[str, 
             log.exception("unhandled error on %s %s", method, path)
             return 500, _error_body(500, "internal error; see the vgate log")
     return answer
+
+
+def _readyz(live: LiveGateway) -> tuple[int, bytes]:
+    """/readyz's status and JSON body on the admission port, with or without Flask."""
+    status, document = readiness(live)
+    return status, orjson.dumps(document) if status == 200 else _error_body(status, document["error"])
 
 
 def readiness(live: LiveGateway) -> tuple[int, dict[str, Any]]:

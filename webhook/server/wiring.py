@@ -53,7 +53,7 @@ class Settings:
     reload_interval: float = 2.0
     hourly_reports: bool = True
     app_threads: int = 1
-    direct: bool = True  # answer /mutate, /validate, /healthz without Flask (False: `--server granian-flask`)
+    direct: bool = True  # answer /mutate, /validate, /healthz, /readyz without Flask (False: `--server granian-flask`)
 
 
 def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
