@@ -43,6 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from e2e import cluster, peers  # noqa: E402
+from webhook.cluster.state import GROUP_ANNOTATION  # noqa: E402
+from webhook.core.qos import QOS_ANNOTATION  # noqa: E402
+from webhook.core.queues import QUEUE_ANNOTATION  # noqa: E402
 
 from load import realistic_pod, tree_cpu_seconds  # noqa: E402
 
@@ -57,7 +60,7 @@ def bench_pod(namespace: str) -> dict[str, Any]:
     pod = realistic_pod()
     pod["metadata"].pop("name")
     pod["metadata"].update(namespace=namespace, generateName="bench-")
-    pod["metadata"]["annotations"].pop("scheduling.k8s.io/group-name")
+    pod["metadata"]["annotations"].pop(GROUP_ANNOTATION)
     pod["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] = "zone-a"
     pod["spec"]["securityContext"].update(seccompProfile={"type": "RuntimeDefault"},
                                           appArmorProfile={"type": "RuntimeDefault"})
@@ -70,8 +73,7 @@ def bench_pod(namespace: str) -> dict[str, Any]:
 def as_mutated(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod as vgate's /mutate leaves it (its queue, scheduler, priority class and QoS class):
     what the `vgate-validate` target is sent, vgate's validation alone expecting a mutated pod."""
-    pod["metadata"]["annotations"].update({"scheduling.volcano.sh/queue-name": "default",
-                                           "vgate.io/qos-class": "Guaranteed"})
+    pod["metadata"]["annotations"].update({QUEUE_ANNOTATION: "default", QOS_ANNOTATION: "Guaranteed"})
     pod["spec"].update(schedulerName="volcano", priorityClassName="vgate-normal")
     return pod
 
