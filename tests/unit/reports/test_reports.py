@@ -63,7 +63,9 @@ def test_an_hour_without_traffic_still_gets_a_report(tmp_path, setup):
 
 def chain(tmp_path, setup, hours: int = 3) -> tuple[Path, Path, list[datetime]]:
     reports, key = setup
-    first = current_hour() - timedelta(hours=10)
+    # From 08:00 yesterday: closed whenever the tests run, and inside one day, so no day of the chain
+    # is complete (a complete day must have a daily report, which these tests do not build).
+    first = (current_hour() - timedelta(days=1)).replace(hour=8)
     made = [first + timedelta(hours=n) for n in range(hours)]
     for hour in made:
         build_report(hour, tmp_path / "no-audit", reports, POLICIES, key)
