@@ -111,9 +111,15 @@ def _https_ok(url: str, ca: Path, cert: tuple[Path, Path] | None = None) -> bool
         return False
 
 
-def _http_ok(url: str) -> bool:
+def http_ok(url: str, *, verify: bool = True) -> bool:
+    """Whether ``url`` answers 200 now. ``verify=False`` for a server with a CA of its own (Kyverno
+    registers its webhooks with one it makes itself)."""
+    context = None
+    if not verify:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=3) as response:
+        with urllib.request.urlopen(url, timeout=3, context=context) as response:
             return bool(response.status == 200)
     except OSError:
         return False
@@ -185,7 +191,7 @@ def up() -> None:
         f"--initial-advertise-peer-urls=http://{HOST}:{ETCD_PEER_PORT}",
         f"--initial-cluster=e2e=http://{HOST}:{ETCD_PEER_PORT}", "--unsafe-no-fsync",
         f"--listen-metrics-urls=http://{HOST}:{ETCD_PORT + 1}",
-    ], lambda: _http_ok(f"http://{HOST}:{ETCD_PORT}/health")).start()
+    ], lambda: http_ok(f"http://{HOST}:{ETCD_PORT}/health")).start()
 
     apiserver_ready = lambda: _https_ok(f"{APISERVER}/readyz", ca.cert_path, admin)  # noqa: E731
     Component("kube-apiserver", [
@@ -283,13 +289,13 @@ def _start_volcano(binaries: Path, ca: pki.Authority, volcano: charts.VolcanoObj
         str(binaries / "vc-controller-manager"), f"--kubeconfig={kubeconfigs['controllers']}",
         *charts.args_without(volcano.args["volcano-controllers"], "2>&1"),
         f"--healthz-address={HOST}:16452", f"--listen-address={HOST}:16453",
-    ], lambda: _http_ok(f"http://{HOST}:16452/healthz")).start()
+    ], lambda: http_ok(f"http://{HOST}:16452/healthz")).start()
     Component("vc-scheduler", [
         str(binaries / "vc-scheduler"), f"--kubeconfig={kubeconfigs['scheduler']}",
         *charts.args_without(volcano.args["volcano-scheduler"], "--scheduler-conf", "2>&1"),
         f"--scheduler-conf={config / 'volcano-scheduler.conf'}",
         f"--healthz-address={HOST}:16454", f"--listen-address={HOST}:16455",
-    ], lambda: _http_ok(f"http://{HOST}:16454/healthz")).start()
+    ], lambda: http_ok(f"http://{HOST}:16454/healthz")).start()
     # The scheduler creates the default and root queues at start; tests need them.
     deadline = time.monotonic() + 60
     while kubectl("get", "queue", "default", check=False).returncode:
@@ -323,7 +329,7 @@ def _start_kwok(binaries: Path) -> None:
         str(binaries / "kwok"), f"--kubeconfig={KUBECONFIG}",
         "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--node-ip=127.0.0.1", "--cidr=127.16.0.0/16", f"--server-address={HOST}:16456",
-    ], lambda: _http_ok(f"http://{HOST}:16456/healthz")).start()
+    ], lambda: http_ok(f"http://{HOST}:16456/healthz")).start()
     apply(node_objects())
     kubectl("wait", "--for=condition=Ready", "--timeout=90s", "node", "--all")
 
@@ -349,7 +355,7 @@ def vgate_component() -> Component:
         *VGATE_CLI, "serve", f"--config={workdir / 'vgate.yaml'}",
         f"--policies={workdir / 'policies'}", f"--certs={workdir / 'certs'}", f"--bind={HOST}:{VGATE_PORT}",
         "--workers=2", f"--metrics-bind={HOST}:{VGATE_METRICS_PORT}", "--no-hourly-reports",
-    ], lambda: _http_ok(f"http://{HOST}:{VGATE_METRICS_PORT}/readyz"),
+    ], lambda: http_ok(f"http://{HOST}:{VGATE_METRICS_PORT}/readyz"),
         env={"PYTHONPATH": str(ROOT), "VGATE_REPLICA": "e2e"})
 
 

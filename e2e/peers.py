@@ -18,8 +18,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import ssl
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +72,6 @@ def _manifest(name: str, module: str, path: str) -> list[dict[str, Any]]:
 
 def _authority() -> pki.Authority:
     return pki.Authority(cluster.RUN / "pki", "e2e-ca")
-
-
-def _healthy(url: str) -> bool:
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(url, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 def namespaces() -> None:
@@ -143,7 +131,7 @@ def start_gatekeeper(library: Path) -> None:
         f"--health-addr={cluster.HOST}:{GATEKEEPER_HEALTH_PORT}",
         f"--metrics-addr={cluster.HOST}:{GATEKEEPER_METRICS_PORT}",
         "--shutdown-delay=0",
-    ], lambda: cluster._http_ok(f"http://{cluster.HOST}:{GATEKEEPER_HEALTH_PORT}/readyz"),
+    ], lambda: cluster.http_ok(f"http://{cluster.HOST}:{GATEKEEPER_HEALTH_PORT}/readyz"),
         env={"POD_NAMESPACE": "gatekeeper-system", "POD_NAME": "gatekeeper-bench", "NAMESPACE": "gatekeeper-system",
              "CONTAINER_NAME": "manager"}).start(timeout=180)
     bundle = base64.b64encode(_authority().cert_path.read_bytes()).decode()
@@ -180,7 +168,7 @@ def start_kyverno() -> None:
         str(binary), f"--kubeconfig={kubeconfig}", *kept, f"--serverIP={cluster.HOST}:{KYVERNO_PORT}",
         f"--webhookServerHost={cluster.HOST}", f"--webhookServerPort={KYVERNO_PORT}", f"--servicePort={KYVERNO_PORT}",
         f"--metricsPort={KYVERNO_METRICS_PORT}", "--otelConfig=prometheus", "--controllerRuntimeMetricsAddress=0",
-    ], lambda: _healthy(f"https://{cluster.HOST}:{KYVERNO_PORT}/health/readiness"),
+    ], lambda: cluster.http_ok(f"https://{cluster.HOST}:{KYVERNO_PORT}/health/readiness", verify=False),
         env={"KYVERNO_NAMESPACE": "kyverno", "KYVERNO_POD_NAME": "kyverno-bench", "INIT_CONFIG": "kyverno",
              "METRICS_CONFIG": "kyverno-metrics", "KYVERNO_SERVICEACCOUNT_NAME": "kyverno-admission-controller",
              "KYVERNO_ROLE_NAME": "kyverno:admission-controller", "KYVERNO_SVC": "kyverno-svc",

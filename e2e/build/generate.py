@@ -38,7 +38,8 @@ OPA = "v1.22.4"
 # Regal, the Rego linter (`regal lint policies/`, config in .regal/config.yaml): the proxy serves
 # github.com/styrainc/regal up to v0.35.1 (the project moved to github.com/open-policy-agent/regal).
 REGAL = "v0.35.1"
-# The peers bench/peers.py measures vgate against (not built by the e2e suite: `e2e/build.py --peers`).
+# The peers bench/peers.py measures vgate against (not built by the e2e suite or CI: e2e/peers.py
+# builds each on demand with `e2e/build.py`'s build_peer).
 # Gatekeeper's module builds as it is; Kyverno's replaces k8s.io/pod-security-admission with its own
 # fork (its go.mod says so, and a dependency's replace lines do not reach a module that requires it).
 GATEKEEPER = "v3.23.1"
