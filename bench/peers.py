@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from e2e import cluster, peers  # noqa: E402
-from webhook.cluster.state import GROUP_ANNOTATION  # noqa: E402
+from webhook.core.bindings import GROUP_ANNOTATION  # noqa: E402
 from webhook.core.qos import QOS_ANNOTATION  # noqa: E402
 from webhook.core.queues import QUEUE_ANNOTATION  # noqa: E402
 

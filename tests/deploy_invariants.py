@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from webhook.core.kinds import KINDS, POD_SUBRESOURCES, Workload
 from webhook.files.config_file import load_config, parse_config
 
 Objects = dict[str, dict[str, Any]]
@@ -57,17 +58,15 @@ def webhooks_are_registered_as_designed(rendered: Objects, namespace: str) -> No
         assert 1 <= webhook["timeoutSeconds"] <= 30
         resources = {(group, resource, operation) for rule in webhook["rules"] for group in rule["apiGroups"]
                      for resource in rule["resources"] for operation in rule["operations"]}
-        vgate_kinds = {("", "pods"), ("batch.volcano.sh", "jobs"), ("scheduling.volcano.sh", "podgroups"),
-                       ("sparkoperator.k8s.io", "sparkapplications"),
-                       ("sparkoperator.k8s.io", "scheduledsparkapplications")}
+        # what the registry (webhook/core/kinds.py) says each webhook is sent: its mutated kinds, its judged ones
+        mutated = {(k.group, k.resource) for k in KINDS if k.mutated}
+        judged = {(k.group, k.resource) for k in KINDS if k.workload is not Workload.BINDING}
         if kind.startswith("Mutating"):
-            assert resources == {(g, r, o) for g, r in vgate_kinds for o in operations}
+            assert resources == {(g, r, o) for g, r in mutated for o in operations}
             assert webhook["reinvocationPolicy"] == "IfNeeded"
         else:
-            controllers = {("apps", r) for r in ("deployments", "statefulsets", "daemonsets", "replicasets")}
-            controllers |= {("", "replicationcontrollers"), ("batch", "jobs"), ("batch", "cronjobs")}
-            assert resources == {(g, r, o) for g, r in vgate_kinds | controllers for o in operations} | {
-                ("", "pods/ephemeralcontainers", "UPDATE"), ("", "pods/resize", "UPDATE")}
+            assert resources == {(g, r, o) for g, r in judged for o in operations} | {
+                ("", f"pods/{sub}", "UPDATE") for sub in POD_SUBRESOURCES}
 
 
 def exemptions_are_one_list(rendered: Objects, namespace: str, tmp_path: Path) -> list[str]:

@@ -232,6 +232,22 @@ def test_a_sensitive_application_without_a_zone_and_a_bad_size_are_refused(kube:
     assert len(refused) >= 2
 
 
+def test_an_application_with_more_containers_than_judged_is_refused_and_recorded(kube: Kube,
+                                                                                spark_crds: None) -> None:
+    """server.maxContainersPerPod bounds a SparkApplication's pods as it bounds a Pod: 256 sidecars on
+    the driver (its container and 256 more) are refused before any rule runs, and not mutated (they
+    passed before the registry's handler named the application's pod specs)."""
+    name = unique("spark-wide")
+    sidecars = [{"name": f"sidecar-{index}", "image": IMAGE} for index in range(256)]
+    result = kube.create(application(name, sidecars=sidecars), namespace=TRAINING)
+    assert not result.ok and "spec.driver has 257 containers; the gateway judges at most 256" in result.stderr, \
+        result.stderr
+    [refused] = [r for r in decisions_for(TRAINING, name, "validate") if r["kind"].endswith("/SparkApplication")]
+    assert not refused["allowed"] and "(server.maxContainersPerPod)" in refused["message"]
+    [mutation] = decisions_for(TRAINING, name, "mutate")
+    assert mutation["decision"] == "allowed" and not mutation.get("patch")
+
+
 def test_sparks_own_pod_group_is_judged_as_volcano_pod_groups_are(kube: Kube, tmp_path: Path) -> None:
     """Spark's Volcano feature step (in pyspark's jars) has spark-submit create a PodGroup from a
     template before the driver: one naming a queue ml-training may not use is refused, and Spark

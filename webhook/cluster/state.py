@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..core.bindings import GROUP_ANNOTATION
 from ..core.queues import QUEUE_ANNOTATION, annotated_queue
 from .api import ApiServer
 from .informer import Informer, Watched
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"  # the PodGroup Volcano's controllers put a pod in
 KEPT_POD_ANNOTATIONS = (GROUP_ANNOTATION, QUEUE_ANNOTATION)
 
 

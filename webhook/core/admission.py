@@ -46,6 +46,12 @@ class AdmissionRequest:
     def api_group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def qualified_name(self) -> str:
+        """``namespace/name`` as messages name the object (``(generated name)`` before it has one)."""
+        name = self.name or "(generated name)"
+        return f"{self.namespace}/{name}" if self.namespace else name
+
 
 @dataclass
 class Decision:

@@ -15,27 +15,53 @@ labels, rollout pauses); one that changes it is judged like a CREATE.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonpatch
 import orjson
 
+from . import mutators
 from .admission import AdmissionRequest
 from .config import Config
 from .contract import EngineInput, PolicyResult, Violation
-from .mutation import mutate
-from .workloads import template_of
+from .kind_handler import Judged, KindContext, PodSpecs
+from .patching import patch_for
+
+Template = Callable[[Mapping[str, Any] | None], dict[str, Any] | None]
 
 
-def template_changed(request: AdmissionRequest) -> bool:
-    """CREATE, or an UPDATE that gives the controller a different template (and so new pods); for a
-    Spark application, a different spec (the operator runs it again)."""
-    if request.operation != "UPDATE":
-        return True
-    if request.group == "sparkoperator.k8s.io":
-        return (request.object or {}).get("spec") != (request.old_object or {}).get("spec")
-    return template_of(request.object, request.kind) != template_of(request.old_object, request.kind)
+def template_at(*path: str) -> Template:
+    """Where a controller keeps its pod template: ``spec.template``, or a CronJob's
+    ``spec.jobTemplate.spec.template``."""
+    def template(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        found: Any = obj
+        for key in path:
+            found = found.get(key) if isinstance(found, dict) else None
+        return found if isinstance(found, dict) else None
+    return template
+
+
+def template_pod_specs(template: Template) -> Callable[[Mapping[str, Any]], PodSpecs]:
+    """A controller's one pod spec, in its template."""
+    def pod_specs(obj: Mapping[str, Any]) -> PodSpecs:
+        return [("the pod template", (template(obj) or {}).get("spec"))]
+    return pod_specs
+
+
+def changes_template(template: Template) -> Callable[[AdmissionRequest], bool]:
+    """CREATE, or an UPDATE that gives the controller a different template (and so new pods)."""
+    def new_pods(request: AdmissionRequest) -> bool:
+        return request.operation != "UPDATE" or template(request.object) != template(request.old_object)
+    return new_pods
+
+
+def judged_as_pod(template: Template) -> Callable[[AdmissionRequest, Config, KindContext], list[Judged]]:
+    """A controller judged as the pod its template makes (``pod_of``), its messages titled with it."""
+    def judged(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
+        pod, evaluated = pod_of(request, template, config, context.namespace_queue)
+        return [Judged(f"{request.kind} {controller_name(request)}: ", pod, evaluated)]
+    return judged
 
 
 def controller_name(request: AdmissionRequest) -> str:
@@ -43,13 +69,13 @@ def controller_name(request: AdmissionRequest) -> str:
     return request.name or (f"{metadata['generateName']}*" if metadata.get("generateName") else "(generated name)")
 
 
-def pod_of(request: AdmissionRequest, config: Config,
+def pod_of(request: AdmissionRequest, template_in: Template, config: Config,
            namespace_queue: str | None = None) -> tuple[dict[str, Any], EngineInput]:
     """The pod the controller will create, as /mutate delivers it, and the review to evaluate it in.
 
     Raises ValueError for a controller without a template object (the API server rejects those).
     """
-    template = template_of(request.object, request.kind)
+    template = template_in(request.object)
     if template is None or not isinstance(template.get("spec"), dict):
         raise ValueError(f"{request.kind} {controller_name(request)} has no pod template (spec.template)")
     metadata = dict(template.get("metadata") or {})
@@ -63,9 +89,7 @@ def as_delivered(request: AdmissionRequest, pod: dict[str, Any], config: Config,
     """``pod`` (one a controller or an application will create in the request's namespace) as
     /mutate will deliver it, and the review of its CREATE to evaluate it in."""
     pod["metadata"]["namespace"] = request.namespace
-    as_created = dataclasses.replace(request, group="", version="v1", kind="Pod", resource="pods",
-                                     operation="CREATE", sub_resource="", object=pod, old_object=None)
-    pod = jsonpatch.apply_patch(pod, mutate(as_created, config, namespace_queue).patch)
+    pod = jsonpatch.apply_patch(pod, patch_for(mutators.POD, pod, request.namespace, config, namespace_queue).patch)
     review = orjson.loads(orjson.dumps(request.review))
     review["request"].update(
         kind={"group": "", "version": "v1", "kind": "Pod"}, resource={"group": "", "version": "v1", "resource": "pods"},

@@ -1,9 +1,11 @@
 """Bounded work per request: objects too large to judge are refused before any rule runs.
 
 A tenant chooses the size of what it submits; the gateway's work (mutation, every rule, the
-decision record) grows with it. Pods of more than ``server.maxContainersPerPod`` containers and
-Volcano Jobs of more than ``server.maxTasksPerJob`` tasks are denied with the reason, before the
-engine sees them, and are not mutated.
+decision record) grows with it. Every pod spec a kind's handler names (a Pod's own, a
+controller's template, a Volcano Job's tasks, a Spark application's driver and executor with
+their sidecars) with more than ``server.maxContainersPerPod`` containers, and whatever count the
+kind bounds besides (``KindHandler.limits``: a Volcano Job's tasks, ``server.maxTasksPerJob``),
+is denied with the reason before the engine sees it, and not mutated.
 """
 
 from __future__ import annotations
@@ -11,32 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 from .config import Config
-from .kinds import Workload
-from .workloads import template_of
+from .kind_handler import KindHandler
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
-def oversize(workload: Workload, obj: dict[str, Any] | None, kind: str, config: Config) -> str | None:
+def oversize(handler: KindHandler, obj: dict[str, Any] | None, config: Config) -> str | None:
     """Why ``obj`` is too large to judge, or None."""
-    limits = config.server
-    spec = (obj or {}).get("spec")
-    if not isinstance(spec, dict):
+    if obj is None or not isinstance(obj.get("spec"), dict):
         return None
-    if workload is Workload.VOLCANO_JOB:
-        tasks: list[Any] = spec["tasks"] if isinstance(spec.get("tasks"), list) else []
-        if len(tasks) > limits.max_tasks_per_job:
-            return (f"it has {len(tasks)} tasks; the gateway judges at most {limits.max_tasks_per_job} "
-                    "(server.maxTasksPerJob)")
-        specs = [(task.get("template") or {}).get("spec") for task in tasks if isinstance(task, dict)]
-    elif workload is Workload.POD_CONTROLLER:
-        specs = [(template_of(obj, kind) or {}).get("spec")]
-    else:
-        specs = [spec]
-    for pod_spec in specs:
+    too_many = handler.limits(obj, config)
+    if too_many:
+        return too_many
+    most = config.server.max_containers_per_pod
+    for where, pod_spec in handler.pod_specs(obj):
         if isinstance(pod_spec, dict):
             count = sum(len(pod_spec[field]) for field in _CONTAINER_LISTS if isinstance(pod_spec.get(field), list))
-            if count > limits.max_containers_per_pod:
-                return (f"a pod spec of it has {count} containers; the gateway judges at most "
-                        f"{limits.max_containers_per_pod} (server.maxContainersPerPod)")
+            if count > most:
+                return (f"{where} has {count} containers; the gateway judges at most {most} "
+                        "(server.maxContainersPerPod)")
     return None

@@ -100,7 +100,16 @@ def spark_pods(obj: Mapping[str, Any], kind: str) -> list[tuple[str, dict[str, A
     return pods
 
 
-def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: str, where: str) -> dict[str, Any]:
+def role_pod_specs(obj: Mapping[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """(``spec.driver``/``spec.executor``, its pod's spec) of each role the application names, unsized:
+    what the size limits count (the role's container, its sidecars and init containers)."""
+    app = app_spec(obj, kind)
+    return [(where, _pod(app, role, role_name, "spark-app", where, sized=False)["spec"])
+            for where, role_name in ROLES if isinstance(role := app.get(role_name), dict)]
+
+
+def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: str, where: str,
+         sized: bool = True) -> dict[str, Any]:
     template: dict[str, Any] = role["template"] if isinstance(role.get("template"), dict) else {}
     metadata = dict(template.get("metadata") or {})
     metadata["name"] = f"{app_name}-driver" if role_name == "driver" else f"{app_name}-exec-1"
@@ -121,8 +130,10 @@ def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: st
               "shareProcessNamespace": role.get("shareProcessNamespace"),
               "volumes": app.get("volumes"), "initContainers": role.get("initContainers")}
     spec.update({key: value for key, value in fields.items() if value is not None})
-    container = {"name": f"spark-kubernetes-{role_name}", "image": role.get("image") or app.get("image") or "",
-                 "resources": container_resources(app, role, where)}
+    container: dict[str, Any] = {"name": f"spark-kubernetes-{role_name}",
+                                 "image": role.get("image") or app.get("image") or ""}
+    if sized:
+        container["resources"] = container_resources(app, role, where)
     for key, field in (("securityContext", "securityContext"), ("volumeMounts", "volumeMounts"), ("ports", "ports"),
                        ("env", "env"), ("lifecycle", "lifecycle")):
         if role.get(field) is not None:
@@ -142,8 +153,8 @@ def executor_instances(obj: Mapping[str, Any], kind: str) -> int:
 
 def driver_of(pod: Mapping[str, Any]) -> str | None:
     """The driver pod an executor belongs to (its owner), or None for a pod that is no Spark executor."""
-    metadata = pod.get("metadata") or {}
-    if (metadata.get("labels") or {}).get(SPARK_ROLE) != "executor":
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict) or (metadata.get("labels") or {}).get(SPARK_ROLE) != "executor":
         return None
     owners = [o for o in metadata.get("ownerReferences") or [] if isinstance(o, dict) and o.get("kind") == "Pod"]
     return str(owners[0].get("name")) if owners else None

@@ -8,24 +8,23 @@ silently admits what it was meant to stop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import orjson
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
-from .contract import EngineInput, PolicyEngine, PolicyResult
+from .contract import PolicyEngine, PolicyResult
 from .enforcement import Outcome, enforce
 from .errors import EvaluationError, SparkSpecError
-from .kinds import Workload
-from .pod_templates import as_delivered, controller_name, named_for, pod_of, template_changed
+from .kind_handler import KindContext
+from .kinds import HANDLED_KINDS, entry_of
+from .pod_templates import named_for
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
-from .spark import executor_instances, spark_pods
-from .workloads import HANDLED_KINDS, classify, is_exempt, labels_of
+from .workloads import is_exempt, labels_of
+
+NO_CONTEXT = KindContext()
 
 
 @dataclass
@@ -54,85 +53,51 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
               "webhook should not be sent them (the chart registers pods/ephemeralcontainers and pods/resize)")
     if config.server.failure_mode == "allow":
         return Validation(Decision(warnings=[reason]), error=reason)
-    return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
-                               f"{reason}", audit_annotations={"refused": "unknown-subresource"}), error=reason)
+    return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} "
+                               f"{request.qualified_name}: {reason}",
+                               audit_annotations={"refused": "unknown-subresource"}), error=reason)
 
 
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
-             now: datetime, namespace_queue: str | None = None,
-             binding: Mapping[str, Any] | str | None = None, inherited: Mapping[str, str] | None = None) -> Validation:
-    """Evaluate the policies on one request and decide.
+             now: datetime, context: KindContext = NO_CONTEXT) -> Validation:
+    """Evaluate the policies on one request and decide, as its registry entry's handler says.
 
-    A pod controller is evaluated as the pod its template will create (``pod_templates``). A Binding
-    is evaluated with ``binding`` (the pod, node and PodGroup the cluster state holds) as
-    ``input.binding``; when that is a reason instead (not known yet, or no cluster state), the
-    binding is answered per server.failureMode like an evaluation that failed: never allowed unjudged.
-    ``inherited``: labels a Spark executor takes from its driver (``spark.inherited_labels``),
-    judged as its own.
+    ``context`` is what the handler's ``context`` read of the cluster for it (a namespace's queue,
+    a binding's pod and node, the labels a Spark executor inherits). A pod controller is evaluated
+    as the pod its template will create, a Spark application as its driver and executor pods, a
+    Binding with ``input.binding`` (``handlers``). What cannot be judged now (a binding the
+    cluster state cannot tell) is answered per server.failureMode like an evaluation that failed:
+    never allowed unjudged.
     """
-    workload = classify(request)
-    if workload is None:
+    entry = entry_of(request)
+    if entry is None:
         return _unjudged(request, config)
     if is_exempt(request.namespace, config):
         return Validation(Decision(), exempt=True)
-    too_large = oversize(workload, request.object, request.kind, config)
+    handler = entry.handler
+    too_large = oversize(handler, request.object, config)
     if too_large:
-        message = f"vgate denied {request.kind} {_name(request)}: {too_large}"
+        message = f"vgate denied {request.kind} {request.qualified_name}: {too_large}"
         return Validation(Decision(allowed=False, code=403, message=message,
                                    audit_annotations={"refused": "too-large"}), error=None)
-    obj = request.object or request.old_object or {}
-    if workload in (Workload.POD_CONTROLLER, Workload.SPARK_APPLICATION) and not template_changed(request):
+    if not handler.new_pods(request):
         return Validation(Decision())  # scaling, labels, status: no new pods
-    if workload is Workload.BINDING and not isinstance(binding, Mapping):
-        reason = binding or "vgate judges bindings from the cluster state, and cluster.watch is off"
-        return _failed(request, f"cannot judge this binding: {reason}", engine.revision, config.server.failure_mode)
     try:
-        if workload is Workload.SPARK_APPLICATION:
-            _check_executors(obj, request.kind, config)
-        judged = _judged(request, workload, obj, config, namespace_queue, binding, inherited)
-        answers = [(title, engine.evaluate(evaluated)) for title, _, evaluated in judged]
+        judged = handler.judged(request, config, context)
+        answers = [(item.title, engine.evaluate(item.evaluated)) for item in judged]
     except SparkSpecError as refusal:  # its pods cannot be told, or it runs more executors than judged
-        return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} {_name(request)}: "
-                                   f"{refusal}", audit_annotations={"refused": "spark-spec"}), error=None)
+        return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} "
+                                   f"{request.qualified_name}: {refusal}", audit_annotations={"refused": "spark-spec"}),
+                          error=None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
         return _failed(request, reason, engine.revision, config.server.failure_mode)
     results = [named_for(answer.result, title) if title else answer.result for title, answer in answers]
     result = PolicyResult(tuple(v for r in results for v in r.deny), tuple(v for r in results for v in r.warn))
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
-                       labels=labels_of(judged[0][1]), now=now)
+                       labels=labels_of(judged[0].obj), now=now)
     return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answers[0][1].engine,
                       fallback=answers[0][1].fallback)
-
-
-def _judged(request: AdmissionRequest, workload: Workload, obj: dict[str, Any], config: Config,
-            namespace_queue: str | None, binding: Mapping[str, Any] | str | None,
-            inherited: Mapping[str, str] | None = None) -> list[tuple[str, dict[str, Any], EngineInput]]:
-    """What the engine evaluates for a request: (the title its messages get, the object whose
-    labels exceptions match, the input). A pod controller is the pod its template makes; a Spark
-    application its driver and executor pods; a binding the request with ``input.binding``."""
-    if workload is Workload.POD_CONTROLLER:
-        pod, evaluated = pod_of(request, config, namespace_queue)
-        return [(f"{request.kind} {controller_name(request)}: ", pod, evaluated)]
-    if workload is Workload.SPARK_APPLICATION:
-        return [(f"{request.kind} {_name(request)} {where}: ", *as_delivered(request, pod, config, namespace_queue))
-                for where, pod in spark_pods(obj, request.kind)]
-    if workload is Workload.BINDING and isinstance(binding, Mapping):
-        return [("", dict(binding["pod"]), EngineInput.of({**request.review, "binding": dict(binding)}))]
-    if inherited and workload is Workload.POD:
-        review = orjson.loads(request.raw)
-        labels = review["request"]["object"].setdefault("metadata", {}).setdefault("labels", {})
-        labels.update(inherited)
-        return [("", review["request"]["object"], EngineInput.of(review))]
-    return [("", obj, EngineInput(request.raw, request.review))]
-
-
-def _check_executors(obj: dict[str, Any], kind: str, config: Config) -> None:
-    """SparkSpecError when a Spark application may run more executors than the gateway judges."""
-    executors, most = executor_instances(obj, kind), config.server.max_tasks_per_job
-    if executors > most:
-        raise SparkSpecError(f"it may run {executors} executors; the gateway judges at most {most} "
-                             "(server.maxTasksPerJob)")
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:
@@ -149,7 +114,7 @@ def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -
         reasons = "; ".join(f"[{o.rule}] {o.message}" for o in denials)
         decision.allowed = False
         decision.code = 403
-        decision.message = f"vgate denied {request.kind} {_name(request)}: {reasons}"
+        decision.message = f"vgate denied {request.kind} {request.qualified_name}: {reasons}"
     return decision
 
 
@@ -160,11 +125,7 @@ def _failed(request: AdmissionRequest, reason: str, revision: str, failure_mode:
                             audit_annotations=annotations)
     else:
         decision = Decision(allowed=False, code=500, audit_annotations=annotations,
-                            message=f"vgate could not evaluate policies for {request.kind} {_name(request)}: {reason}; "
-                                    "failure mode is deny, so the request is refused")
+                            message=f"vgate could not evaluate policies for {request.kind} "
+                                    f"{request.qualified_name}: {reason}; failure mode is deny, so the request is "
+                                    "refused")
     return Validation(decision, error=reason)
-
-
-def _name(request: AdmissionRequest) -> str:
-    name = request.name or "(generated name)"
-    return f"{request.namespace}/{name}" if request.namespace else name

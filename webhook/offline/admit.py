@@ -16,11 +16,13 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from ..cluster.placement import binding_target
 from ..core.admission import AdmissionRequest, Decision, decode_review
 from ..core.config import Config
 from ..core.contract import PolicyEngine
-from ..core.mutation import Mutation, mutate
+from ..core.kind_handler import NO_CLUSTER, ClusterView
+from ..core.kinds import context_of, entry_of
+from ..core.mutation import mutate
+from ..core.patching import Mutation
 from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate
 from .chain.model import Cluster, Delivery, deliver
@@ -66,22 +68,24 @@ def review_for(manifest: dict[str, Any], *, operation: str = "CREATE", namespace
 
 def admit(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
           exceptions: Sequence[PolicyException] = (), *, cluster: Cluster | None = None,
-          namespace_queue: str | None = None, **review_options: Any) -> OfflineResult:
+          view: ClusterView | None = None, **review_options: Any) -> OfflineResult:
     """Mutate, apply the patch, and validate the mutated object, as the API server chains them.
 
     With ``cluster``, the object first goes through the modelled admission chain (defaults,
     built-in plugins, other webhooks, reinvocation: ``chain.model``), as a real API server
-    delivers it; without, it is judged as written (``namespace_queue``: its namespace's Volcano
-    queue annotation, which the model otherwise reads from its Namespaces).
+    delivers it; without, it is judged as written. ``view`` is the cluster its kind reads (a
+    namespace's queue annotation, a Spark executor's driver), by default ``cluster``, or nothing.
     """
+    view = view or cluster or NO_CLUSTER
     if cluster is not None:
-        return _admit_through_chain(manifest, config, engine, exceptions, cluster, **review_options)
+        return _admit_through_chain(manifest, config, engine, exceptions, cluster, view, **review_options)
     review = review_for(manifest, **review_options)
     submitted = review["request"]["object"]
-    mutation = mutate(_request(review, config), config, namespace_queue)
+    request = _request(review, config)
+    mutation = mutate(request, config, context_of(request, view, config))
     mutated = jsonpatch.apply_patch(submitted, mutation.patch)
     review["request"]["object"] = mutated
-    return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions, namespace_queue))
+    return OfflineResult(submitted, mutation, mutated, _judge(review, config, engine, exceptions, view))
 
 
 def is_binding(manifest: dict[str, Any]) -> bool:
@@ -89,18 +93,18 @@ def is_binding(manifest: dict[str, Any]) -> bool:
 
 
 def admit_binding(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
-                  exceptions: Sequence[PolicyException], cluster: Cluster, **review_options: Any) -> OfflineResult:
+                  exceptions: Sequence[PolicyException], cluster: ClusterView, **review_options: Any) -> OfflineResult:
     """Judge a Binding (as pods/binding) against the Nodes and Pods given before it, with the
     server's own cluster-state code; an allowed one puts its pod on the node for the bindings after it."""
     review = review_for(manifest, **review_options)
     review["request"].update(resource={"group": "", "version": "v1", "resource": "pods"}, subResource="binding")
     request = _request(review, config)
-    node = binding_target(request)
-    context = cluster.binding_context(request.namespace, request.name, node, config.placement["zoneLabel"])
-    validation = validate(request, engine, config, exceptions, now=datetime.now(timezone.utc), binding=context)
-    if validation.decision.allowed and isinstance(context, dict):
-        cluster.place(request.namespace, request.name, node)
-    evaluated = {**review, "binding": context} if isinstance(context, dict) else None
+    context = context_of(request, cluster, config)
+    validation = validate(request, engine, config, exceptions, now=datetime.now(timezone.utc), context=context)
+    entry = entry_of(request)
+    if validation.decision.allowed and entry is not None:
+        entry.handler.admitted(request, cluster)
+    evaluated = {**review, "binding": context.binding} if isinstance(context.binding, dict) else None
     return OfflineResult(manifest, Mutation(), review["request"]["object"], validation, evaluated=evaluated)
 
 
@@ -110,20 +114,22 @@ def _request(review: dict[str, Any], config: Config) -> AdmissionRequest:
 
 
 def _judge(review: dict[str, Any], config: Config, engine: PolicyEngine,
-           exceptions: Sequence[PolicyException], namespace_queue: str | None = None) -> Validation:
-    return validate(_request(review, config), engine, config, exceptions, now=datetime.now(timezone.utc),
-                    namespace_queue=namespace_queue)
+           exceptions: Sequence[PolicyException], view: ClusterView) -> Validation:
+    request = _request(review, config)
+    return validate(request, engine, config, exceptions, now=datetime.now(timezone.utc),
+                    context=context_of(request, view, config))
 
 
 def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: PolicyEngine,
-                         exceptions: Sequence[PolicyException], cluster: Cluster, **options: Any) -> OfflineResult:
+                         exceptions: Sequence[PolicyException], cluster: Cluster, view: ClusterView,
+                         **options: Any) -> OfflineResult:
     operation = options.pop("operation", "CREATE")
     namespace = options.pop("namespace", None) or (manifest.get("metadata") or {}).get("namespace") or "default"
     passes: list[Mutation] = []
 
     def vgate(obj: dict[str, Any]) -> list[dict[str, Any]]:
-        passes.append(mutate(_request(review_for(obj, namespace=namespace, **options), config), config,
-                             cluster.namespace_queue(namespace)))
+        request = _request(review_for(obj, namespace=namespace, **options), config)
+        passes.append(mutate(request, config, context_of(request, view, config)))
         return passes[-1].patch
 
     delivery = deliver(manifest, namespace, operation, cluster, vgate)
@@ -134,5 +140,5 @@ def _admit_through_chain(manifest: dict[str, Any], config: Config, engine: Polic
     if not cluster.calls_vgate(namespace):
         return OfflineResult(manifest, mutation, delivery.final, Validation(Decision(), exempt=True), delivery)
     review = review_for(delivery.final, operation=operation, namespace=namespace, **options)
-    judged = _judge(review, config, engine, exceptions, cluster.namespace_queue(namespace))
+    judged = _judge(review, config, engine, exceptions, view)
     return OfflineResult(manifest, mutation, delivery.final, judged, delivery)

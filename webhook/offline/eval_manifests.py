@@ -140,12 +140,11 @@ def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine
     verdicts = []
     for source, manifest in judged:
         try:
-            where = namespace or (manifest.get("metadata") or {}).get("namespace") or "default"
             if is_binding(manifest):  # judged against the Nodes and Pods given (or read) before it
                 result = admit_binding(manifest, config, engine, exceptions, context, namespace=namespace, user=user)
             else:
                 result = admit(manifest, config, engine, exceptions, cluster=cluster, operation=operation,
-                               namespace=namespace, user=user, namespace_queue=context.namespace_queue(where))
+                               namespace=namespace, user=user, view=context)
                 if result.validation.decision.allowed and operation == "CREATE":
                     context.remember(result.mutated)  # a Pod a later Binding may name
         except RequestError as exc:

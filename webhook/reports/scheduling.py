@@ -1,6 +1,6 @@
 """The report's scheduling compliance section (调度合规): where sensitive work actually ran.
 
-Built from the binding decisions of the hour alone (``cluster.placement`` writes their ``binding``
+Built from the binding decisions of the hour alone (``core.bindings`` writes their ``binding``
 field): per sensitive workload (its owner, or the pod itself), every pod bound, the node and zone it
 went to, the constraints verified at that binding (zone, memory encryption, its PodGroup's zones,
 the node's tenant taints), and every binding refused, with the rules' reasons. Ordinary pods'

@@ -16,18 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.log import DecisionLog
-from ..cluster.placement import binding_target, placement_record
 from ..cluster.state import ClusterState
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import AuditError, RequestError
-from ..core.kinds import Workload
-from ..core.mutation import Mutation, mutate
+from ..core.kind_handler import NO_CLUSTER, ClusterView, KindContext
+from ..core.kinds import HANDLED_KINDS, AdmissionKind, PodSubresource, context_of, entry_of
+from ..core.mutation import mutate
+from ..core.patching import Mutation
 from ..core.policy_exceptions import PolicyException
-from ..core.spark import driver_of, inherited_labels
 from ..core.validation import Validation, validate
-from ..core.workloads import HANDLED_KINDS, classify, labels_of
 from .metrics import Metrics
 
 log = logging.getLogger("vgate")
@@ -58,9 +57,9 @@ class Gateway:
         started = time.perf_counter()
         request = self._decode("mutate", body, started)
         error = None
-        inherited = self._inherited(request)
+        entry, context = self._context(request)
         try:
-            mutation = mutate(request, self.config, self._namespace_queue(request.namespace), inherited)
+            mutation = mutate(request, self.config, context)
         except Exception as exc:  # a mutation bug must not block admission
             log.exception("mutation failed for %s %s", request.kind, request.uid)
             self.metrics.errors.labels("mutate", "mutation").inc()
@@ -68,9 +67,29 @@ class Gateway:
         decision = Decision(patch=mutation.patch, warnings=mutation.warnings if mutation.patch else [])
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
-                                patch=mutation.paths, queue=mutation.queue, inherited=inherited,
-                                queueSource=mutation.queue_source, qosClasses=mutation.qos_classes)
+                                patch=mutation.paths, queue=mutation.queue, queueSource=mutation.queue_source,
+                                qosClasses=mutation.qos_classes, **self._recorded(entry, request, context))
         return encode_response(request, decision if recorded else self._unrecorded(decision))
+
+    @property
+    def view(self) -> ClusterView:
+        """The cluster as kinds read it: the watched state, or none without cluster.watch."""
+        return self.cluster if self.cluster is not None else NO_CLUSTER
+
+    def _context(self, request: AdmissionRequest) -> tuple[AdmissionKind | PodSubresource | None, KindContext]:
+        """The request's registry entry and what its handler reads of the cluster, once per request.
+        An object the API server would never send (metadata not an object) gets no context, and a
+        binding then cannot be judged: answered per server.failureMode."""
+        entry = entry_of(request)
+        try:
+            return entry, context_of(request, self.view, self.config)
+        except Exception as exc:  # noqa: BLE001 - a malformed object must not stop the answer
+            log.warning("no cluster context for %s %s: %s: %s", request.kind, request.uid, type(exc).__name__, exc)
+            return entry, KindContext(binding=f"its cluster context could not be read ({type(exc).__name__})")
+
+    def _recorded(self, entry: AdmissionKind | PodSubresource | None, request: AdmissionRequest,
+                  context: KindContext) -> dict[str, Any]:
+        return entry.handler.record(request, context, self.config) if entry is not None else {}
 
     def cluster_status(self) -> dict[str, dict[str, Any]] | None:
         """The cluster state's freshness per kind (and its metrics set from it); None without cluster.watch."""
@@ -84,30 +103,6 @@ class Gateway:
                 self.metrics.cluster_age.labels(kind).set(state["contactAgeSeconds"])
         return status
 
-    def _namespace_queue(self, namespace: str) -> str | None:
-        return self.cluster.namespace_queue(namespace) if self.cluster is not None and namespace else None
-
-    def _inherited(self, request: AdmissionRequest) -> dict[str, str] | None:
-        """The classification labels a Spark executor takes from its driver pod (from the cluster
-        state), with the driver's name; None for any other request, or a driver vgate does not know."""
-        if self.cluster is None or request.kind != "Pod" or request.operation != "CREATE" or request.object is None:
-            return None
-        driver = driver_of(request.object)
-        found = self.cluster.pod(request.namespace, driver) if driver else None
-        if found is None:
-            return None
-        placement = self.config.placement
-        keys = (placement["sensitiveLabel"]["key"], placement["egressDenyLabel"]["key"])
-        labels = inherited_labels(labels_of(request.object), (found.get("metadata") or {}).get("labels") or {}, keys)
-        return labels or None
-
-    def _binding_context(self, request: AdmissionRequest) -> dict[str, Any] | str | None:
-        """What the cluster state knows of a binding's pod and node (``validate``'s ``binding``)."""
-        if self.cluster is None:
-            return None
-        return self.cluster.binding_context(request.namespace, request.name, binding_target(request),
-                                            self.config.placement["zoneLabel"])
-
     def _unrecorded(self, decision: Decision) -> Decision:
         """The answer to a decision the log could not take: refused under audit.failureMode deny."""
         if self.config.audit.failure_mode != "deny":
@@ -120,12 +115,9 @@ class Gateway:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
         request = self._decode("validate", body, started)
-        is_binding = classify(request) is Workload.BINDING
-        binding = self._binding_context(request) if is_binding else None
-        inherited = self._inherited(request)
+        entry, context = self._context(request)
         result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
-                          namespace_queue=self._namespace_queue(request.namespace), binding=binding,
-                          inherited=inherited)
+                          context=context)
         if result.engine:
             self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:
@@ -135,14 +127,12 @@ class Gateway:
             self.metrics.errors.labels("validate", "evaluation").inc()
         for outcome in result.outcomes:
             self.metrics.violations.labels(outcome.rule, outcome.action).inc()
-        placed = None
-        if is_binding and not result.exempt:
-            placed = placement_record(request, binding, self.config.placement)
-            if result.decision.allowed and self.cluster is not None and not request.dry_run:
-                self.cluster.note_bound(request.namespace, request.name, placed["node"])
+        details = {} if result.exempt else self._recorded(entry, request, context)
+        if entry is not None and result.decision.allowed and not result.exempt and not request.dry_run:
+            entry.handler.admitted(request, self.view)
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result),
-                                exceptions=self._exceptions_used(result), binding=placed, inherited=inherited)
+                                exceptions=self._exceptions_used(result), **details)
         return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:

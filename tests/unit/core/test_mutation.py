@@ -16,7 +16,9 @@ import pytest
 
 from webhook.core.admission import decode_review
 from webhook.core.errors import RequestError
-from webhook.core.mutation import diff_managed, mutate
+from webhook.core.kind_handler import KindContext
+from webhook.core.mutation import mutate
+from webhook.core.patching import diff_managed
 from webhook.core.quantity import parse_quantity
 from webhook.files.config_file import parse_config
 
@@ -79,7 +81,8 @@ def test_queue_by_label_selector_then_default(config):
 
 def test_queue_order_named_then_namespace_annotation_then_the_config_and_each_source_said(config):
     def queue_of(obj: dict[str, Any], namespace_queue: str | None = None) -> tuple[str | None, str | None]:
-        result = mutate(decode_review(orjson.dumps(review(obj)), 100), config, namespace_queue)
+        result = mutate(decode_review(orjson.dumps(review(obj)), 100), config,
+                        KindContext(namespace_queue=namespace_queue))
         return result.queue, result.queue_source
 
     named = pod(namespace="ml-training", annotations={"scheduling.volcano.sh/queue-name": "inference"})

@@ -16,6 +16,7 @@ from test_write_paths import spark_application
 
 from webhook.core.admission import decode_review
 from webhook.core.errors import SparkSpecError
+from webhook.core.kind_handler import KindContext
 from webhook.core.mutation import mutate
 from webhook.core.spark import container_resources, spark_mebibytes, spark_pods
 from webhook.core.validation import validate
@@ -78,7 +79,8 @@ def judged(obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] |
     request = decode_review(orjson.dumps(body), 100)
     mutated = jsonpatch.apply_patch(obj, mutate(request, config).patch) if operation == "CREATE" else obj
     body = review(mutated, operation=operation, old_object=old)
-    return validate(decode_review(orjson.dumps(body), 100), engine, config, (), NOW, inherited=inherited)
+    return validate(decode_review(orjson.dumps(body), 100), engine, config, (), NOW,
+                    context=KindContext(inherited=inherited))
 
 
 def sensitive(app: dict[str, Any], pinned: bool) -> dict[str, Any]:
@@ -168,10 +170,37 @@ def test_an_executor_of_a_sensitive_driver_is_judged_and_labelled_as_sensitive()
     pinned["spec"]["containers"][0]["image"] = "registry.example.com/spark@sha256:" + "9f86d081" * 8
     assert judged(pinned, inherited=inherited).decision.allowed  # held to what a sensitive pod must meet, and meets it
     request = decode_review(orjson.dumps(review(executor())), 100)
-    patch = mutate(request, load_config(), inherited=inherited).patch
+    patch = mutate(request, load_config(), KindContext(inherited=inherited)).patch
     labelled = jsonpatch.apply_patch(executor(), patch)
     assert labelled["metadata"]["labels"] == {"spark-role": "executor", **SENSITIVE}
     assert "labels" in labelled["metadata"]["annotations"]["vgate.io/injected"].split(",")
+
+
+def test_vgate_eval_judges_an_executor_with_its_drivers_labels_as_the_server_does(tmp_path):
+    """The driver given before its executors (as the server's cluster state holds it): an unpinned
+    executor is refused as sensitive, a pinned one admitted and labelled. vgate eval judged both
+    on their own labels before its context came from the registry's handler, as the server's does."""
+    import subprocess
+
+    from helpers import VGATE
+
+    digest = "registry.example.com/spark@sha256:" + "9f86d081" * 8
+    driver = executor(nodeSelector={ZONE: "zone-a", SEV: "true"})
+    driver["metadata"] = {"name": "etl-driver", "namespace": "ml-training", "labels": {"spark-role": "driver",
+                                                                                        **SENSITIVE}}
+    pinned = executor(nodeSelector={ZONE: "zone-a", SEV: "true"})
+    pinned["metadata"]["name"] = "etl-exec-2"
+    for pod in (driver, pinned):
+        pod["spec"]["containers"][0]["image"] = digest
+    manifests = tmp_path / "spark-pods.yaml"
+    manifests.write_text(yaml.safe_dump_all([driver, executor(), pinned]))
+    result = subprocess.run([*VGATE, "eval", "-f", str(manifests), "-o", "json"], capture_output=True, text=True,
+                            timeout=120)
+    verdicts = json.loads(result.stdout)
+    assert [v["allowed"] for v in verdicts] == [True, False, True], verdicts
+    assert "placement-single-zone" in [v["rule"] for v in verdicts[1]["violations"] if v["action"] == "deny"]
+    labels = verdicts[2]["object"]["metadata"]["labels"]
+    assert {key: labels[key] for key in SENSITIVE} == SENSITIVE
 
 
 def test_vgate_eval_judges_every_operator_example_without_error():

@@ -11,9 +11,9 @@ import orjson
 from test_report_html import ARTIFACTS, chromium
 
 from webhook.audit.log import DecisionLog
-from webhook.cluster.placement import placement_record
 from webhook.cluster.state import ClusterState
 from webhook.core.admission import decode_review
+from webhook.core.bindings import placement_record
 from webhook.files.config_file import load_config
 from webhook.reports.build import build_report
 from webhook.reports.keys import ensure_key

@@ -31,9 +31,8 @@ import jsonpatch
 
 from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
 from ...core.errors import AdmissionRefused, ModelError
-from ...core.kinds import KINDS
+from ...core.kinds import KINDS, template_of
 from ...core.queues import annotated_queue
-from ...core.workloads import template_of
 from . import core_defaults, plugins, volcano
 from .crd_defaults import CrdDefaults, apply_defaults, shipped_crds
 
@@ -117,16 +116,21 @@ class Cluster:
                str(metadata.get("name") or ""))
         self.placed[key] = obj
 
-    def place(self, namespace: str, pod: str, node: str) -> None:
-        """An allowed Binding: the pod is on ``node`` for the bindings that follow."""
-        key = ("v1", "Pod", namespace, pod)
+    def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
+        """An allowed Binding: the pod is on ``node_name`` for the bindings that follow."""
+        key = ("v1", "Pod", namespace, pod_name)
         if key in self.placed:
             found = self.placed[key]
-            self.placed[key] = {**found, "spec": {**(found.get("spec") or {}), "nodeName": node}}
+            self.placed[key] = {**found, "spec": {**(found.get("spec") or {}), "nodeName": node_name}}
 
-    def binding_context(self, namespace: str, pod: str, node: str, zone_label: str) -> dict[str, Any] | str:
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Pod given or admitted before (a Spark executor's driver, a Binding's pod), or None."""
+        return self.placed.get(("v1", "Pod", namespace, name))
+
+    def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         """What the server's cluster state would give a Binding's rules, from the objects given here."""
-        return ClusterState.of_objects(self.placed.values()).binding_context(namespace, pod, node, zone_label)
+        return ClusterState.of_objects(self.placed.values()).binding_context(namespace, pod_name, node_name,
+                                                                             zone_label)
 
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue a Namespace given to the model names in Volcano's annotation, as the server's
@@ -224,7 +228,7 @@ def _defaulter(group: str, version: str, kind: str, cluster: Cluster) -> _Defaul
                           core_defaults.default_pod)
     if (group, kind) in _POD_CONTROLLERS:
         return _Defaulter(_K8S + "pkg/apis/core/v1/defaults.go (the pod template: SetDefaults_PodSpec, ...)",
-                          lambda obj: _default_template(obj, kind))
+                          lambda obj: _default_template(obj, group, kind))
     crd = cluster.crds.get((group, kind))
     if crd is not None:
         if version not in crd.versions:
@@ -239,9 +243,9 @@ def _defaulter(group: str, version: str, kind: str, cluster: Cluster) -> _Defaul
                      "or judge the manifest as written with --as-submitted)")
 
 
-def _default_template(obj: dict[str, Any], kind: str) -> None:
+def _default_template(obj: dict[str, Any], group: str, kind: str) -> None:
     core_defaults.default_controller(obj, kind)
-    template = template_of(obj, kind)
+    template = template_of(obj, group, kind)
     if template is not None and isinstance(template.get("spec"), dict):
         core_defaults.default_pod_spec(template["spec"])
 

@@ -1,0 +1,134 @@
+"""Each admission kind's handler: what it is judged as, where its pods are, what it needs and records.
+
+``kinds.KINDS`` gives every entry one of these; nothing outside this module and the modules it
+assembles from (``pod_templates``, ``spark``, ``bindings``, ``mutators``) knows one kind from another.
+
+- A **Pod** is judged as sent, with the classification labels a Spark executor takes from its
+  driver (``spark.inherited_labels``, the driver found through the cluster view) as its own.
+- A **Volcano Job** is judged as sent; its pod specs are its tasks' templates, and it may have at
+  most ``server.maxTasksPerJob`` tasks.
+- A **PodGroup** is judged as sent; it has no pods.
+- A **pod controller** is judged as the pod its template makes (``pod_templates``).
+- A **Spark application** is judged as its driver and executor pods (``spark.spark_pods``), each
+  as /mutate will deliver it; it may run at most ``server.maxTasksPerJob`` executors.
+- A **Binding** is judged against its pod, node and PodGroup from the cluster view (``bindings``),
+  and its placement recorded.
+- The pod subresources (``pods/ephemeralcontainers``, ``pods/resize``) are judged as sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from . import mutators
+from .admission import AdmissionRequest
+from .bindings import binding_context, bound, judged_binding, record_binding
+from .config import Config
+from .contract import EngineInput
+from .errors import SparkSpecError
+from .kind_handler import (
+    ClusterView,
+    Judged,
+    KindContext,
+    KindHandler,
+    PodSpecs,
+    as_submitted,
+    namespace_context,
+)
+from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
+from .spark import driver_of, executor_instances, inherited_labels, role_pod_specs, spark_pods
+from .workloads import labels_of, task_templates
+
+
+def _own_spec(obj: Mapping[str, Any]) -> PodSpecs:
+    return [("its spec", obj.get("spec"))]
+
+
+def _no_pods(obj: Mapping[str, Any]) -> PodSpecs:
+    return []
+
+
+def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -> KindContext:
+    """Its namespace's queue and, for a Spark executor whose driver the view holds, the driver's
+    classification labels (the sensitive label, the egress label) the executor lacks."""
+    context = namespace_context(request, view, config)
+    if request.operation != "CREATE" or request.object is None:
+        return context
+    driver = driver_of(request.object)
+    found = view.pod(request.namespace, driver) if driver else None
+    if found is None:
+        return context
+    placement = config.placement
+    keys = (placement["sensitiveLabel"]["key"], placement["egressDenyLabel"]["key"])
+    labels = inherited_labels(labels_of(request.object), labels_of(found), keys)
+    return dataclasses.replace(context, inherited=labels) if labels else context
+
+
+def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
+    """The pod as sent, carrying the labels it inherits."""
+    if not context.inherited:
+        return as_submitted(request, config, context)
+    review = orjson.loads(request.raw)
+    review["request"]["object"].setdefault("metadata", {}).setdefault("labels", {}).update(context.inherited)
+    return [Judged("", review["request"]["object"], EngineInput.of(review))]
+
+
+def _record_inherited(request: AdmissionRequest, context: KindContext, config: Config) -> dict[str, Any]:
+    return {"inherited": dict(context.inherited)} if context.inherited else {}
+
+
+def _task_specs(job: Mapping[str, Any]) -> PodSpecs:
+    return [(f"spec.tasks[{index}]", template.get("spec")) for index, template in enumerate(task_templates(job))]
+
+
+def _task_count(job: Mapping[str, Any], config: Config) -> str | None:
+    tasks = (job.get("spec") or {}).get("tasks")
+    count, most = len(tasks) if isinstance(tasks, list) else 0, config.server.max_tasks_per_job
+    return f"it has {count} tasks; the gateway judges at most {most} (server.maxTasksPerJob)" if count > most else None
+
+
+def _spark_pod_specs(kind: str) -> Any:
+    def pod_specs(obj: Mapping[str, Any]) -> PodSpecs:
+        return list(role_pod_specs(obj, kind))
+    return pod_specs
+
+
+def _judged_spark(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
+    """The driver and executor pods, each as /mutate will deliver it; SparkSpecError when its pods
+    cannot be told, or it may run more executors than the gateway judges."""
+    obj = request.object or request.old_object or {}
+    executors, most = executor_instances(obj, request.kind), config.server.max_tasks_per_job
+    if executors > most:
+        raise SparkSpecError(f"it may run {executors} executors; the gateway judges at most {most} "
+                             "(server.maxTasksPerJob)")
+    return [Judged(f"{request.kind} {request.qualified_name} {where}: ",
+                   *as_delivered(request, pod, config, context.namespace_queue))
+            for where, pod in spark_pods(obj, request.kind)]
+
+
+def _spark_spec_changed(request: AdmissionRequest) -> bool:
+    """CREATE, or an UPDATE of the spec: the operator runs the application again."""
+    return request.operation != "UPDATE" or (request.object or {}).get("spec") != (request.old_object or {}).get("spec")
+
+
+POD = KindHandler(_own_spec, _judged_pod, context=_pod_context, mutator=mutators.POD, record=_record_inherited)
+VOLCANO_JOB = KindHandler(_task_specs, as_submitted, mutator=mutators.VOLCANO_JOB, limits=_task_count)
+POD_GROUP = KindHandler(_no_pods, as_submitted, mutator=mutators.POD_GROUP)
+POD_SUBRESOURCE = KindHandler(_own_spec, as_submitted)  # pods/ephemeralcontainers, pods/resize: judged as sent
+BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound)
+
+
+def pod_controller(template: Template) -> KindHandler:
+    """A controller keeping its pod template where ``template`` finds it."""
+    return KindHandler(template_pod_specs(template), judged_as_pod(template), new_pods=changes_template(template),
+                       template=template)
+
+
+def spark_application(kind: str) -> KindHandler:
+    """A SparkApplication, or a ScheduledSparkApplication (its application in ``spec.template``)."""
+    return KindHandler(_spark_pod_specs(kind), _judged_spark, mutator=mutators.SPARK_APPLICATION,
+                       new_pods=_spark_spec_changed)
