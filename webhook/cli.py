@@ -45,10 +45,16 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
     ca_dir = ca_dir or f"{out.rstrip('/')}.ca"
     previous = CertPaths.under(out)
     if previous.cert.is_file():
-        left = expires_at(previous.cert.read_bytes()) - datetime.now(timezone.utc)
-        click.echo(f"the previous certificate had {left.days} days left", err=True)
+        try:
+            left = expires_at(previous.cert.read_bytes()) - datetime.now(timezone.utc)
+            click.echo(f"the previous certificate had {left.days} days left", err=True)
+        except (OSError, ValueError):
+            click.echo(f"the previous certificate ({previous.cert}) could not be read: replaced", err=True)
     reused = (Path(ca_dir) / "ca.key").is_file()
-    paths = write_certs(out, service, namespace, days, ca_dir=ca_dir)
+    try:
+        paths = write_certs(out, service, namespace, days, ca_dir=ca_dir)
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
     click.echo(f"wrote {paths.ca}, {paths.cert}, {paths.key} (valid {days} days), signed by the CA in {ca_dir} "
                f"({'kept: the caBundle is unchanged' if reused else 'new: set the caBundle below'})", err=True)
     click.echo(ca_bundle(paths))

@@ -53,7 +53,10 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
         raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
     if catch_up:
         scheduler = ReportScheduler(lambda: config, lambda: Path(policy_dir))
-        written = scheduler.tick(datetime.now(timezone.utc))
+        try:
+            written = scheduler.tick(datetime.now(timezone.utc))
+        except SourceError as error:
+            raise click.ClickException(str(error)) from None
         click.echo("\n".join(str(out) for out in written) or "every closed hour of the last day has its report")
         for refusal in scheduler.refused:
             click.echo(f"Error: {refusal}", err=True)
@@ -65,6 +68,8 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     except NotReportable as refusal:
         click.echo(f"Error: {refusal}", err=True)
         sys.exit(2 if refusal.usage else 1)
+    except SourceError as error:  # the key, or the policies whose METADATA the report maps
+        raise click.ClickException(str(error)) from None
     except OSError as error:
         raise click.ClickException(f"{error.filename or config.reports.dir}: cannot write the report: "
                                    f"{error.strerror or error}") from None
@@ -129,7 +134,7 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
                                key_given=bool(pubkey), first=from_hour, last=to_hour,
                                until=to_hour or last_closed_hour(datetime.now(timezone.utc)),
                                anchor=Anchor(anchor_path) if anchor_path else None)
-    except InputError as error:
+    except (InputError, SourceError) as error:
         raise click.ClickException(str(error)) from None
     for line in [*check.notes, *map(str, check.findings)]:
         click.echo(line)
@@ -155,6 +160,6 @@ def audit_seal(segment: str, reason: str, config_path: str | None) -> None:
         raise click.ClickException(f"{key_path}: no report key: seals are signed where reports are")
     try:
         path = seal_segment(Path(segment), reason, load_private_key(key_path), datetime.now(timezone.utc))
-    except NothingToSeal as error:
+    except (NothingToSeal, SourceError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(str(path))

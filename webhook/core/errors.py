@@ -3,7 +3,9 @@
     VgateError
     ├── SourceError          a file an operator wrote is wrong: carries file, line, reason
     │   ├── ConfigError      the gateway config (YAML / JSON Schema)
-    │   └── PolicyError      a Rego file that does not parse or compile
+    │   ├── PolicyError      a Rego file that does not parse or compile
+    │   ├── KeyFileError     a report key (or its .pub) that is no readable Ed25519 PEM key
+    │   └── CertificateError a serving certificate and key, or the kept CA, unreadable or mismatched
     ├── StartError           `vgate serve` cannot start (a port it cannot listen on)
     ├── WatchExpired         a watch's resourceVersion is gone (410): the informer lists again
     ├── RequestError         an HTTP request we refuse: carries the status (400, 413)
@@ -49,6 +51,14 @@ class ConfigError(SourceError):
 
 class PolicyError(SourceError):
     """A Rego file does not parse or compile."""
+
+
+class KeyFileError(SourceError):
+    """A report key (private, or its ``.pub``) cannot be read or is no Ed25519 key in PEM."""
+
+
+class CertificateError(SourceError):
+    """A serving certificate and its key (or the kept CA) cannot be read, or do not belong together."""
 
 
 class StartError(VgateError):

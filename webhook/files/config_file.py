@@ -24,6 +24,7 @@ from jsonschema import validators
 from ..core.config import Config
 from ..core.errors import ConfigError
 from ..core.quantity import parse_quantity
+from .yaml_problems import yaml_problem
 
 DEFAULT_CONFIG_PATH = Path(str(resources.files("webhook.files") / "defaults" / "vgate.yaml"))
 
@@ -64,10 +65,7 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(source, line, f"invalid YAML: {reason}") from exc
+        raise ConfigError(source, *yaml_problem(exc)) from exc
     if document is None:  # an empty file, or one of comments: a truncated write or a wrong mount, not "defaults"
         raise ConfigError(source, 1, "the config is empty; write {} to mean every default")
     if not isinstance(document, dict):

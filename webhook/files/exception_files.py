@@ -19,6 +19,7 @@ from ..core.config import ExceptionSettings
 from ..core.errors import SourceError
 from ..core.namespace_globs import matches_every_namespace
 from ..core.policy_exceptions import ExceptionRules, PolicyException
+from .yaml_problems import yaml_problem
 
 
 @functools.cache
@@ -53,9 +54,10 @@ def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[
 def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
-    except (OSError, yaml.YAMLError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise SourceError(str(path), mark.line + 1 if mark else None, f"cannot read exception: {exc}") from exc
+    except OSError as exc:
+        raise SourceError(str(path), None, f"cannot read exception: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise SourceError(str(path), *yaml_problem(exc)) from exc
     parsed = []
     for index, document in enumerate(documents):
         error = jsonschema.exceptions.best_match(_validator().iter_errors(document))

@@ -27,6 +27,7 @@ from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.errors import ManifestError, ModelError, RequestError
 from ..core.policy_exceptions import PolicyException
+from ..files.yaml_problems import yaml_problem
 from ..policy.regorus_engine import RegorusEngine
 from .admit import OfflineResult, admit, admit_binding, is_binding
 from .chain.job_controller import CONTROLLER_USER, is_volcano_job, pod_group_for
@@ -113,7 +114,8 @@ def load_manifests(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
         except OSError as exc:
             raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         except yaml.YAMLError as exc:
-            raise ManifestError(f"{path}: invalid YAML: {exc}") from exc
+            line, problem = yaml_problem(exc)
+            raise ManifestError(f"{path}{f':{line}' if line else ''}: {problem}") from exc
         for index, document in enumerate(documents):
             if document is None:
                 continue

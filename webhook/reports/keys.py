@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ..core.errors import KeyFileError
 
 
 def public_key_path(private_key_path: str | Path) -> Path:
@@ -51,17 +54,31 @@ def ensure_key(path: str | Path) -> bool:
 
 
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+    """The report signing key at ``path``; KeyFileError (one line: the file, what is wrong) otherwise."""
+    key = _loaded(path, "private", lambda data: serialization.load_pem_private_key(data, password=None))
     if not isinstance(key, Ed25519PrivateKey):
-        raise ValueError(f"{path}: not an Ed25519 private key")
+        raise KeyFileError(str(path), None, f"a {type(key).__name__.lstrip('_')}, not an Ed25519 private key")
     return key
 
 
 def load_public_key(path: str | Path) -> Ed25519PublicKey:
-    key = serialization.load_pem_public_key(Path(path).read_bytes())
+    """The report public key at ``path``; KeyFileError (one line: the file, what is wrong) otherwise."""
+    key = _loaded(path, "public", serialization.load_pem_public_key)
     if not isinstance(key, Ed25519PublicKey):
-        raise ValueError(f"{path}: not an Ed25519 public key")
+        raise KeyFileError(str(path), None, f"a {type(key).__name__.lstrip('_')}, not an Ed25519 public key")
     return key
+
+
+def _loaded(path: str | Path, which: str, load: Callable[[bytes], object]) -> object:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise KeyFileError(str(path), None, f"cannot read the report {which} key: {error.strerror or error}") from None
+    try:
+        return load(data)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as error:
+        reason = str(error).split(". See https://", 1)[0]
+        raise KeyFileError(str(path), None, f"not an Ed25519 {which} key in PEM ({reason})") from None
 
 
 def sign(key: Ed25519PrivateKey, data: bytes) -> bytes:

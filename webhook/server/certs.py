@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ..core.errors import CertificateError
 
 CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE = "ca.crt", "ca.key", "tls.crt", "tls.key"
 
@@ -114,9 +117,24 @@ def new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Ce
 
 def load_ca(ca_dir: Path) -> tuple[x509.Certificate | None, ec.EllipticCurvePrivateKey | None]:
     """The CA kept in ``ca_dir`` (ca.crt, ca.key); (None, None) if its key is not a P-256 one."""
-    cert = x509.load_pem_x509_certificate((ca_dir / CA_FILE).read_bytes())
-    key = serialization.load_pem_private_key((ca_dir / CA_KEY_FILE).read_bytes(), password=None)
+    try:
+        cert = x509.load_pem_x509_certificate((ca_dir / CA_FILE).read_bytes())
+    except (OSError, ValueError) as error:
+        raise CertificateError(str(ca_dir / CA_FILE), None, f"not the kept CA's certificate in PEM ({_why(error)})") \
+            from None
+    try:
+        key = serialization.load_pem_private_key((ca_dir / CA_KEY_FILE).read_bytes(), password=None)
+    except (OSError, ValueError, TypeError, UnsupportedAlgorithm) as error:
+        raise CertificateError(str(ca_dir / CA_KEY_FILE), None, f"not the kept CA's key in PEM ({_why(error)})") \
+            from None
     return (cert, key) if isinstance(key, ec.EllipticCurvePrivateKey) else (None, None)
+
+
+def _why(error: Exception) -> str:
+    """An error in one short phrase (cryptography's own end with a link to its FAQ)."""
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return str(error).split(". See https://", 1)[0]
 
 
 def private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..core.errors import StartError
-from .certs import CertPaths, write_certs
+from ..core.errors import CertificateError, StartError
+from .certs import CertPaths, is_matching_pair, write_certs
 from .runtime import RuntimeDir
 
 log = logging.getLogger("vgate")
@@ -54,6 +54,9 @@ def serve(options: ServeOptions) -> None:
         write_certs(options.cert_dir, "vgate", "vgate-system")
         log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)",
                     options.cert_dir, paths.ca)
+    if not is_matching_pair(*_read_pair(paths)):
+        raise CertificateError(str(paths.cert), None, f"it and {paths.key} are not a certificate and its key "
+                               "(run vgate certs, or mount the Secret's tls.crt and tls.key)")
     log.info("serving on https://%s with %d workers (%s)", options.bind, options.workers, options.server_kind)
     if options.server_kind == "gunicorn":
         from .gunicorn import ServeOptions as GunicornOptions
@@ -78,3 +81,11 @@ def serve(options: ServeOptions) -> None:
                     server_config.client_ca)
     serve_granian(runtime, settings, options.bind, options.workers, paths, limits, options.access_log,
                   options.log_format)
+
+
+def _read_pair(paths: CertPaths) -> tuple[bytes, bytes]:
+    try:
+        return paths.cert.read_bytes(), paths.key.read_bytes()
+    except OSError as error:
+        raise CertificateError(str(error.filename or paths.cert), None,
+                               f"cannot read the serving pair: {error.strerror or error}") from None

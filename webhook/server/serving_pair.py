@@ -15,6 +15,7 @@ import hashlib
 import logging
 from pathlib import Path
 
+from ..core.errors import CertificateError
 from .certs import CertPaths, expires_at, is_matching_pair, write_atomically
 
 log = logging.getLogger("vgate")
@@ -31,7 +32,8 @@ class ServingPair:
         self._digest = ""
         self._refused = ""
         if not self.refresh():
-            raise ValueError(f"{source.cert} and {source.key} are not a certificate and its key")
+            raise CertificateError(str(source.cert), None, f"it and {source.key} are not a certificate and its key "
+                                   "(run vgate certs, or mount the Secret's tls.crt and tls.key)")
 
     def refresh(self) -> bool:
         """Copy the source pair if it changed and matches; True when a new pair is in place."""
