@@ -19,7 +19,7 @@ def test_https_server_mutates_delivered_objects_and_is_reinvocation_safe(server,
     """The real server, over HTTPS, with objects the model delivers and a reinvocation after Volcano."""
     import base64
 
-    cluster = Cluster.build(config.document, with_volcano=True, resource_groups=RESOURCE_GROUPS)
+    cluster = Cluster.build(config, with_volcano=True, resource_groups=RESOURCE_GROUPS)
 
     def https_mutator(obj: dict[str, Any]) -> list[dict[str, Any]]:
         answer = server.post("/mutate", review_for(obj, namespace="ml-training", dry_run=False)).json()["response"]

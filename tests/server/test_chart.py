@@ -198,7 +198,7 @@ def test_the_break_glass_label_opts_a_namespace_out_of_both_webhooks(tmp_path):
     namespaces = [("team-a", {}), ("team-b", {"vgate.io/exempt": "true"}), ("team-c", {"vgate.io/exempt": "false"}),
                   ("kube-system", {}), (NAMESPACE, {}), ("volcano-system", {})]
     for name, labels in namespaces:
-        cluster = Cluster.build(config.document)
+        cluster = Cluster.build(config)
         cluster.learn({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             for webhook in rendered[f"{kind}/vgate"]["webhooks"]:  # the binding webhook's selector too

@@ -30,7 +30,7 @@ def eval_verdicts(tmp_path_factory) -> dict[str, dict]:
 def test_a_documented_value_is_judged_alike_offline_by_eval_and_over_https(case_id, rule, level, config, engine,
                                                                           eval_verdicts, server):
     pod = MANIFESTS[case_id]
-    offline = admit(pod, config, engine, cluster=Cluster.build(config.document))
+    offline = admit(pod, config, engine, cluster=Cluster.build(config))
     failing = {(v.rule, v.level) for v in offline.validation.result.deny if v.rule in PSS_RULES}
     messages = [v.message for v in offline.validation.result.deny]
     assert failing == (set() if rule == ALLOWED else {(rule, level)}), messages

@@ -37,7 +37,7 @@ def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config,
                                                                   sample: Path):
     """As the API server delivers them (defaults, built-in plugins) to a real server over HTTPS."""
     from_eval = eval_verdicts[str(sample)]
-    cluster = Cluster.build(config.document)
+    cluster = Cluster.build(config)
     # Nodes are cluster state (never judged); a Binding is judged against a cluster state, which this
     # server does not watch: tests/e2e/test_placement.py judges bindings through the real API server.
     judged = [m for m in yaml.safe_load_all(sample.read_text()) if m and m["kind"] != "Node"]

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .admission import AdmissionRequest
-from .config import Config
+from .config import Config, PlacementSettings
 from .contract import EngineInput
 from .errors import EvaluationError
 from .kind_handler import ClusterView, Judged, KindContext
@@ -36,7 +36,7 @@ def binding_target(request: AdmissionRequest) -> str:
 def binding_context(request: AdmissionRequest, view: ClusterView, config: Config) -> KindContext:
     """What the view holds of the binding's pod, node and PodGroup (or why it cannot tell)."""
     return KindContext(binding=view.binding_context(request.namespace, request.name, binding_target(request),
-                                                    config.placement["zoneLabel"]))
+                                                    config.placement.zone_label))
 
 
 def judged_binding(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
@@ -59,7 +59,7 @@ def bound(request: AdmissionRequest, view: ClusterView) -> None:
 
 
 def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str | None,
-                     placement: Mapping[str, Any]) -> dict[str, Any]:
+                     placement: PlacementSettings) -> dict[str, Any]:
     """Where the pod was put and against what (``context``: what the cluster state gave the rules,
     or why it could give nothing)."""
     record: dict[str, Any] = {"pod": request.name, "node": binding_target(request)}
@@ -69,16 +69,16 @@ def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str
     pod_metadata = context["pod"].get("metadata") or {}
     labels = pod_metadata.get("labels") or {}
     node_labels = (context["node"].get("metadata") or {}).get("labels") or {}
-    sensitive = placement["sensitiveLabel"]
-    judged_labels = (placement["zoneLabel"], *placement["encryptedNodeLabels"])
+    sensitive = placement.sensitive_label
+    judged_labels = (placement.zone_label, *placement.encrypted_node_labels)
     group = context.get("podGroup") or {}
     group_name = (pod_metadata.get("annotations") or {}).get(GROUP_ANNOTATION)
     owners = pod_metadata.get("ownerReferences") or (group.get("metadata") or {}).get("ownerReferences") or []
     if not owners and group_name and not group_name.startswith(VOLCANO_MADE_GROUP):
         owners = [{"kind": "PodGroup", "name": group_name}]  # pods gathered in a PodGroup of their own making
     record.update(
-        sensitive=labels.get(sensitive["key"]) == sensitive["value"],
-        zone=node_labels.get(placement["zoneLabel"]),
+        sensitive=labels.get(sensitive.key) == sensitive.value,
+        zone=node_labels.get(placement.zone_label),
         nodeLabels={key: node_labels[key] for key in judged_labels if key in node_labels},
         taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
                 for t in (context["node"].get("spec") or {}).get("taints") or []],

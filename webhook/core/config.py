@@ -2,12 +2,13 @@
 
 Read, validated and completed (every ``default`` of the schema filled in) by ``files.config_file``;
 the core only reads it, so it never carries fallbacks of its own. Policies see the whole document
-as ``data.vgate.config``; Python reads the sections that steer the gateway itself (``server``,
-``audit``, ``reports``, ``exceptions``) as the typed settings below, each built here, in one place.
+as ``data.vgate.config``; Python reads every section it uses as the typed settings below, each
+built here, in one place: no other module reads the document by key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, TypeVar
@@ -94,6 +95,15 @@ QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
 
 
 @dataclass(frozen=True)
+class VolcanoSettings:
+    """``volcano``: the scheduler vgate gives workloads, and in which namespaces."""
+
+    scheduler_name: str
+    namespaces: tuple[str, ...]
+    allowed_schedulers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class QueueDefinition:
     """One Volcano queue the gateway may assign, and who may use it."""
 
@@ -104,8 +114,57 @@ class QueueDefinition:
 
 
 @dataclass(frozen=True)
+class QueueBySelector:
+    """``queues.bySelector[]``: workloads whose labels a selector matches go to ``queue``."""
+
+    queue: str
+    selector: Mapping[str, Any]  # a metav1.LabelSelector, as written
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """``queues``: which queue a workload gets (by namespace, then by labels, then the default)."""
+
+    default: str
+    by_namespace: Mapping[str, str]
+    by_selector: tuple[QueueBySelector, ...]
+    definitions: Mapping[str, QueueDefinition]
+
+
+@dataclass(frozen=True)
+class QosSettings:
+    """``qos``: whether workloads may ask for a class, and the resources a class is filled in with."""
+
+    honor_annotation: bool
+    guaranteed_cpu: str  # qos.cpu.guaranteed.limit
+    guaranteed_memory: str  # qos.memory.guaranteed.limit
+    burstable_memory_request: str
+    burstable_memory_limit: str
+
+
+@dataclass(frozen=True)
+class Label:
+    """A label key and the value that means it applies."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class PlacementSettings:
+    """``placement``: what marks sensitive work, and the node labels its placement is judged by."""
+
+    sensitive_label: Label
+    zone_label: str
+    encrypted_node_labels: tuple[str, ...]
+    confidential_runtime_classes: tuple[str, ...]
+    egress_deny_label: Label
+
+
+@dataclass(frozen=True)
 class Config:
-    """The validated configuration. ``document`` is the complete dict policies see as data."""
+    """The validated configuration. ``document`` is the complete dict policies see as data; Python
+    reads it only through the typed sections below, each built here from it."""
 
     source: str
     document: dict[str, Any]
@@ -132,32 +191,65 @@ class Config:
     def exceptions(self) -> ExceptionSettings:
         return _typed(ExceptionSettings, self.document["exceptions"])
 
-    @property
-    def volcano(self) -> dict[str, Any]:
-        return self.document["volcano"]
+    @cached_property
+    def volcano(self) -> VolcanoSettings:
+        section = self.document["volcano"]
+        return VolcanoSettings(section["schedulerName"], tuple(section["namespaces"]),
+                               tuple(section["allowedSchedulers"]))
 
-    @property
-    def queues(self) -> dict[str, Any]:
-        return self.document["queues"]
+    @cached_property
+    def queues(self) -> QueueSettings:
+        section = self.document["queues"]
+        definitions = {name: QueueDefinition(name, spec.get("priorityClass"), spec.get("qosClass"),
+                                             tuple(spec["namespaces"]))
+                       for name, spec in section["definitions"].items()}
+        return QueueSettings(section["default"], dict(section["byNamespace"]),
+                             tuple(QueueBySelector(rule["queue"], rule["selector"]) for rule in section["bySelector"]),
+                             definitions)
 
-    @property
-    def qos(self) -> dict[str, Any]:
-        return self.document["qos"]
+    @cached_property
+    def qos(self) -> QosSettings:
+        section = self.document["qos"]
+        memory = section["memory"]
+        return QosSettings(section["honorAnnotation"], section["cpu"]["guaranteed"]["limit"],
+                           memory["guaranteed"]["limit"], memory["burstable"]["request"],
+                           memory["burstable"]["limit"])
 
-    @property
-    def placement(self) -> dict[str, Any]:
-        return self.document["placement"]
+    @cached_property
+    def placement(self) -> PlacementSettings:
+        section = self.document["placement"]
+        sensitive, egress = section["sensitiveLabel"], section["egressDenyLabel"]
+        return PlacementSettings(Label(sensitive["key"], sensitive["value"]), section["zoneLabel"],
+                                 tuple(section["encryptedNodeLabels"]), tuple(section["confidentialRuntimeClasses"]),
+                                 Label(egress["key"], egress["value"]))
 
-    @property
+    @cached_property
     def priority_values(self) -> dict[str, int]:
-        return self.document["priorityClasses"]["values"]
+        return dict(self.document["priorityClasses"]["values"])
+
+    @cached_property
+    def global_default_priority_class(self) -> str:
+        return str(self.document["priorityClasses"]["globalDefault"])
+
+    @cached_property
+    def exempt_namespaces(self) -> tuple[str, ...]:
+        return tuple(self.document["exemptNamespaces"])
+
+    @cached_property
+    def exempt_namespace_globs(self) -> tuple[str, ...]:
+        return tuple(self.document["exemptNamespaceGlobs"])
 
     @property
-    def global_default_priority_class(self) -> str:
-        return self.document["priorityClasses"]["globalDefault"]
+    def enforcement(self) -> dict[str, Any]:
+        """``enforcement`` as written: per rule and namespace (``core.enforcement`` reads it)."""
+        section: dict[str, Any] = self.document["enforcement"]
+        return section
+
+    @property
+    def pod_security(self) -> dict[str, Any]:
+        """``podSecurity`` as written: pod-security admission's modes per namespace (``core.enforcement``)."""
+        section: dict[str, Any] = self.document["podSecurity"]
+        return section
 
     def queue(self, name: str) -> QueueDefinition | None:
-        spec = self.queues["definitions"].get(name)
-        if spec is None:
-            return None
-        return QueueDefinition(name, spec.get("priorityClass"), spec.get("qosClass"), tuple(spec["namespaces"]))
+        return self.queues.definitions.get(name)

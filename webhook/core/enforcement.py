@@ -74,7 +74,7 @@ def enforce(result: PolicyResult, config: Config, exceptions: list[PolicyExcepti
     outcomes = []
     for kind, violations in (("deny", result.deny), ("warn", result.warn)):
         for violation in violations:
-            action = "warn" if kind == "warn" else _action(violation, namespace, config.document)
+            action = "warn" if kind == "warn" else _action(violation, namespace, config)
             if action is None:
                 continue
             exception = next((e for e in exceptions if e.covers(violation.rule, namespace, name, labels, now)), None)
@@ -85,9 +85,8 @@ def enforce(result: PolicyResult, config: Config, exceptions: list[PolicyExcepti
     return outcomes
 
 
-def _action(violation: Violation, namespace: str, document: dict[str, Any]) -> str | None:
-    enforcement = document["enforcement"]
+def _action(violation: Violation, namespace: str, config: Config) -> str | None:
     if violation.level is None:
-        return action_for(violation.rule, namespace, enforcement)
-    return (_explicit_action(violation.rule, namespace, enforcement)
-            or level_action(violation.level, namespace, document["podSecurity"]))
+        return action_for(violation.rule, namespace, config.enforcement)
+    return (_explicit_action(violation.rule, namespace, config.enforcement)
+            or level_action(violation.level, namespace, config.pod_security))

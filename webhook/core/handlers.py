@@ -62,8 +62,7 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
     found = view.pod(request.namespace, driver) if driver else None
     if found is None:
         return context
-    placement = config.placement
-    keys = (placement["sensitiveLabel"]["key"], placement["egressDenyLabel"]["key"])
+    keys = (config.placement.sensitive_label.key, config.placement.egress_deny_label.key)
     labels = inherited_labels(labels_of(request.object), labels_of(found), keys)
     return dataclasses.replace(context, inherited=labels) if labels else context
 

@@ -62,8 +62,8 @@ def _mutate_pod(pod: dict[str, Any], namespace: str, config: Config,
     if annotations.get(QUEUE_ANNOTATION) != queue:
         set_annotation(pod, QUEUE_ANNOTATION, queue)
     spec = pod.setdefault("spec", {})
-    if matches_globs(namespace, config.volcano["namespaces"]) and spec.get("schedulerName") in _DEFAULT_SCHEDULERS:
-        spec["schedulerName"] = config.volcano["schedulerName"]
+    if matches_globs(namespace, config.volcano.namespaces) and spec.get("schedulerName") in _DEFAULT_SCHEDULERS:
+        spec["schedulerName"] = config.volcano.scheduler_name
     _inject_priority(spec, queue, config, with_value=True)
     warnings: list[str] = []
     qos_class = _inject_qos(pod, annotations_of(pod), queue, config, warnings, "pod")
@@ -84,8 +84,8 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
                namespace_queue: str | None) -> Mutation:
     spec = job.setdefault("spec", {})
     queue, source = _queue_and_class(spec, labels_of(job), namespace, config, namespace_queue)
-    if matches_globs(namespace, config.volcano["namespaces"]) and not spec.get("schedulerName"):
-        spec["schedulerName"] = config.volcano["schedulerName"]
+    if matches_globs(namespace, config.volcano.namespaces) and not spec.get("schedulerName"):
+        spec["schedulerName"] = config.volcano.scheduler_name
     job_request = annotations_of(job)
     warnings: list[str] = []
     classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config, warnings,
@@ -111,8 +111,8 @@ def _mutate_spark(application: dict[str, Any], namespace: str, config: Config,
         app = app.setdefault(key, {})
     queue, source = _queue_and_class(app.setdefault("batchSchedulerOptions", {}), labels_of(application), namespace,
                                      config, namespace_queue)
-    if matches_globs(namespace, config.volcano["namespaces"]) and not app.get("batchScheduler"):
-        app["batchScheduler"] = config.volcano["schedulerName"]
+    if matches_globs(namespace, config.volcano.namespaces) and not app.get("batchScheduler"):
+        app["batchScheduler"] = config.volcano.scheduler_name
     definition = config.queue(queue)
     qos_class = requested_qos(annotations_of(application), config) or (definition.qos_class if definition else None)
     warnings = []

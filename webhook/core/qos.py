@@ -48,7 +48,7 @@ def kubernetes_qos(spec: dict[str, Any]) -> str:
 def requested_qos(annotations: dict[str, str], config: Config) -> str | None:
     """The class asked for by annotation, when the config lets workloads ask and it is a real class."""
     value = annotations.get(QOS_ANNOTATION)
-    return value if config.qos["honorAnnotation"] and value in QOS_CLASSES else None
+    return value if config.qos.honor_annotation and value in QOS_CLASSES else None
 
 
 def apply_qos(spec: dict[str, Any], qos_class: str, config: Config) -> dict[str, dict[str, str]]:
@@ -59,15 +59,13 @@ def apply_qos(spec: dict[str, Any], qos_class: str, config: Config) -> dict[str,
     runs on the default 1 CPU and 4Gi without a word."""
     defaulted: dict[str, dict[str, str]] = {}
     if qos_class == "Guaranteed":
-        defaults = {"cpu": config.qos["cpu"]["guaranteed"]["limit"],
-                    "memory": config.qos["memory"]["guaranteed"]["limit"]}
+        defaults = {"cpu": config.qos.guaranteed_cpu, "memory": config.qos.guaranteed_memory}
         for container in containers_of(spec):
             if given := _make_guaranteed(container, defaults):
                 defaulted[str(container.get("name"))] = given
     elif qos_class == "Burstable":
-        burstable = config.qos["memory"]["burstable"]
         for container in containers_of(spec):
-            _give_memory_floor(container, burstable["request"], burstable["limit"])
+            _give_memory_floor(container, config.qos.burstable_memory_request, config.qos.burstable_memory_limit)
     return defaulted
 
 

@@ -45,10 +45,10 @@ def queue_and_source(config: Config, namespace: str, labels: Mapping[str, str], 
     if namespace_queue:
         return namespace_queue, "namespace annotation"
     queues = config.queues
-    by_namespace = queues["byNamespace"].get(namespace)
+    by_namespace = queues.by_namespace.get(namespace)
     if by_namespace:
         return by_namespace, "queues.byNamespace"
-    for rule in queues["bySelector"]:
-        if selector_matches(rule["selector"], labels):
-            return rule["queue"], "queues.bySelector"
-    return queues["default"], "queues.default"
+    for rule in queues.by_selector:
+        if selector_matches(rule.selector, labels):
+            return rule.queue, "queues.bySelector"
+    return queues.default, "queues.default"

@@ -40,8 +40,7 @@ def task_templates(job: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def is_exempt(namespace: str, config: "Config") -> bool:
     """Namespaces vgate leaves alone entirely: the platform's, by exact name, and any globs given apart."""
-    document = config.document
-    return namespace in document["exemptNamespaces"] or matches_globs(namespace, document["exemptNamespaceGlobs"])
+    return namespace in config.exempt_namespaces or matches_globs(namespace, config.exempt_namespace_globs)
 
 
 def matches_globs(name: str, patterns: Iterable[str]) -> bool:

@@ -47,7 +47,7 @@ def _with_defaults(validator_class: Any) -> Any:
                     instance[name] = copy.deepcopy(subschema["default"])
         yield from check_properties(validator, properties, instance, schema)
 
-    return validators.extend(validator_class, {"properties": fill_then_check})
+    return validators.extend(validator_class, {"properties": fill_then_check})  # type: ignore[no-untyped-call]
 
 
 def load_config(path: str | Path | None = None) -> Config:

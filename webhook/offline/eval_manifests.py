@@ -135,7 +135,7 @@ def evaluate(manifests: list[tuple[str, dict[str, Any]]], config: Config, engine
              cluster: Cluster | None = None) -> list[Verdict]:
     """Judge each manifest; Namespaces and PriorityClasses describe the cluster and are not judged.
     With the chain model, an admitted Volcano Job is followed by the PodGroup its controller creates."""
-    context = Cluster.build(config.document) if cluster is None else cluster
+    context = Cluster.build(config) if cluster is None else cluster
     judged = [(source, manifest) for source, manifest in manifests if not context.learn(manifest)]
     if context.namespaces and isinstance(engine, RegorusEngine):
         engine.set_inventory(context.inventory())  # as the server's policies read its cluster state

@@ -62,7 +62,7 @@ def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[s
     config = load_config(request.config_path)
     engine = RegorusEngine(load_policy_set(request.policy_dir), config.document)
     cluster = None if request.as_submitted else Cluster.build(
-        config.document, [crd for path in request.crd_files for crd in read_crd_file(path)],
+        config, [crd for path in request.crd_files for crd in read_crd_file(path)],
         with_volcano=request.volcano_modelled(),
         resource_groups=read_admission_config(request.volcano_config) if request.volcano_config else [],
         volcano_admissions=request.admissions())

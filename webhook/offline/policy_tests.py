@@ -90,7 +90,7 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
         rule_id = sample.parent.parent.name
         expected = "allowed" if sample.name.startswith("allowed") else rule_id
         denied_as_expected = () if expected == "allowed" else tuple(sorted({rule_id, *also_denied_by(sample)}))
-        cluster = Cluster.build(config.document)
+        cluster = Cluster.build(config)
         *setup, judged = [manifest for manifest in yaml.safe_load_all(sample.read_text()) if manifest]
         refused = [_judge_in(cluster, manifest, config, engine) for manifest in setup if not cluster.learn(manifest)]
         result = _judge_in(cluster, judged, config, engine)

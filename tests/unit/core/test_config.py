@@ -14,7 +14,7 @@ def test_an_empty_mapping_gets_every_default_from_the_schema():
                              "maxContainersPerPod": 256, "maxTasksPerJob": 256, "bodyReadTimeoutSeconds": 10,
                              "headerReadTimeoutSeconds": 30, "maxConnectionsPerWorker": 1024, "clientCA": None,
                              "evaluationTimeoutSeconds": 2, "policyLoadTimeoutSeconds": 20}
-    assert config.qos["memory"]["guaranteed"]["limit"] == "4Gi"
+    assert config.qos.guaranteed_memory == "4Gi"
     assert config.queue("default").namespaces == ("*",)
     assert config.document["placement"]["zoneLabel"] == "topology.kubernetes.io/zone"
 

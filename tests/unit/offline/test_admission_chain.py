@@ -44,7 +44,7 @@ def config_with(**sections: Any):
 
 def through_chain(obj: dict[str, Any], config, engine, *, namespaces: list[dict[str, Any]] = (),
                   with_volcano: bool = False, namespace: str | None = None):
-    cluster = Cluster.build(config.document, with_volcano=with_volcano, resource_groups=RESOURCE_GROUPS)
+    cluster = Cluster.build(config, with_volcano=with_volcano, resource_groups=RESOURCE_GROUPS)
     for manifest in namespaces:
         cluster.learn(manifest)
     return admit(obj, config, engine, cluster=cluster, namespace=namespace)
@@ -207,7 +207,7 @@ CORPUS = [*corpus_pods(), *corpus_volcano_jobs(), *corpus_pod_groups()]
 @pytest.mark.parametrize("with_volcano", [False, True], ids=["vgate", "vgate+volcano"])
 @pytest.mark.parametrize("where,source", CORPUS, ids=lambda v: v if isinstance(v, str) else "")
 def test_corpus_as_delivered_stays_valid_idempotent_and_reinvocation_stable(config, where, source, with_volcano):
-    cluster = Cluster.build(config.document, with_volcano=with_volcano, resource_groups=RESOURCE_GROUPS)
+    cluster = Cluster.build(config, with_volcano=with_volcano, resource_groups=RESOURCE_GROUPS)
     delivery = deliver(source, "ml-training", "CREATE", cluster, vgate_mutator(config, "ml-training"))
     assert delivery.refused is None and delivery.steps
     assert not any("reinvoked" in step.name for step in delivery.steps), "vgate -> Volcano -> vgate changed more"
@@ -280,7 +280,7 @@ def test_built_in_defaults_never_change_what_is_set_and_give_a_valid_pod():
 
 def test_a_minimal_pod_is_delivered_as_a_real_api_server_serves_it(config):
     """The fields `kubectl create --dry-run=server -o yaml` shows for `kubectl run nginx --image=nginx`."""
-    cluster = Cluster.build(config.document)
+    cluster = Cluster.build(config)
     minimal = pod("nginx", "web", containers=[{"name": "nginx", "image": "nginx"}])
     spec = deliver(minimal, "web", "CREATE", cluster, lambda obj: []).delivered["spec"]
     assert {k: v for k, v in spec.items() if k not in ("containers", "volumes", "tolerations")} == {

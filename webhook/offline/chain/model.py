@@ -30,6 +30,7 @@ from typing import Any
 import jsonpatch
 
 from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
+from ...core.config import Config
 from ...core.errors import AdmissionRefused, ModelError
 from ...core.kinds import KINDS, template_of
 from ...core.queues import annotated_queue
@@ -79,16 +80,15 @@ class Cluster:
     placed: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, config_document: dict[str, Any], extra_crds: Iterable[CrdDefaults] = (), *,
+    def build(cls, config: Config, extra_crds: Iterable[CrdDefaults] = (), *,
               with_volcano: bool = False, resource_groups: list[dict[str, Any]] | None = None,
               volcano_admissions: Iterable[str] | None = None) -> "Cluster":
         """The shipped Volcano CRDs (replaced by ``extra_crds`` of the same kind) and the
         PriorityClasses the gateway config names, with its globalDefault."""
         crds = {(crd.group, crd.kind): crd for crd in [*shipped_crds(), *extra_crds]}
-        priorities = config_document["priorityClasses"]
-        classes = {name: plugins.PriorityClass(name, value, name == priorities["globalDefault"])
-                   for name, value in priorities["values"].items()}
-        exempt = frozenset(config_document["exemptNamespaces"])
+        classes = {name: plugins.PriorityClass(name, value, name == config.global_default_priority_class)
+                   for name, value in config.priority_values.items()}
+        exempt = frozenset(config.exempt_namespaces)
         return cls(crds, {}, classes, exempt, with_volcano, resource_groups or [],
                    None if volcano_admissions is None else frozenset(volcano_admissions))
 
