@@ -181,3 +181,28 @@ def test_the_command_line_only_parses_and_prints():
     """The verbs' modules stay small: their work lives in the layers (launch, eval_run, evidence, schedule)."""
     commands = [ROOT / "webhook" / "cli.py", ROOT / "webhook" / "cli_evidence.py"]
     assert {p.name: n for p in commands if (n := len(p.read_text().splitlines())) >= 300} == {}
+
+
+def document_reads(source: str) -> list[str]:
+    """Every read of a config document by key (``config.document["volcano"]``, ``document["queues"]``):
+    the typed sections of core/config.py are the one place that reads it."""
+    return [f"{node.lineno}: reads the config document by key" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Subscript) and (
+                (isinstance(node.value, ast.Attribute) and node.value.attr == "document")
+                or (isinstance(node.value, ast.Name) and node.value.id == "config_document"))]
+
+
+# The loader that builds the config and the sections that read it.
+OTHER_DOCUMENTS = {"core/config.py", "files/config_file.py", "files/example_config.py"}
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if p.relative_to(PACKAGE).parts[0] in ("core", "server",
+                                                                                          "offline", "cluster")
+                                  and str(p.relative_to(PACKAGE)) not in OTHER_DOCUMENTS],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_config_is_read_through_its_typed_sections(path: Path):
+    assert document_reads(path.read_text()) == []
+
+
+def test_the_document_check_sees_a_read():
+    assert document_reads('x = config.document["volcano"]["schedulerName"]\n') == ["1: reads the config document by key"]
