@@ -84,6 +84,11 @@ def build(force: bool = False) -> Path:
     return BIN
 
 
+# The tools the unit tests run (Rego lint and format, real OPA): each built alone from its own module
+# (e2e/build/opa, e2e/build/regal), so tests/unit never builds the control plane.
+TOOLS = ("opa", "regal")
+TOOLS_BIN = BIN / "tools"
+
 # The peers bench/peers.py measures vgate against: built on demand, never by the e2e suite or CI.
 PEERS = {
     "gatekeeper": ("github.com/open-policy-agent/gatekeeper/v3",
@@ -94,23 +99,33 @@ PEERS = {
 PEERS_BIN = BIN / "peers"
 
 
+def build_tool(name: str) -> Path:
+    """OPA's or Regal's binary alone, unless the cached one matches its module's go.mod and go.sum."""
+    if name not in TOOLS:
+        raise ValueError(f"{name} is not one of the tools {TOOLS}")
+    return _build_alone(name, BINARIES[name], MODULE_OF[name], "-s -w", TOOLS_BIN, {})
+
+
 def build_peer(name: str) -> Path:
     """Gatekeeper's or Kyverno's binary, built from its wrapper module (e2e/build/gatekeeper,
     e2e/build/kyverno) unless the cached one matches its go.mod and go.sum."""
-    PEERS_BIN.mkdir(parents=True, exist_ok=True)
     package, version_flag = PEERS[name]
-    module = MODULE / name
+    return _build_alone(name, package, MODULE / name, f"-s -w {version_flag}", PEERS_BIN, {"GOFLAGS": "-mod=mod"})
+
+
+def _build_alone(name: str, package: str, module: Path, ldflags: str, out: Path, env: dict[str, str]) -> Path:
+    """One binary from its own module into ``out``, cached by a stamp of its go.mod, go.sum and flags."""
+    out.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(b"".join((module / f).read_bytes() for f in ("go.mod", "go.sum")))
-    digest.update(version_flag.encode())
-    stamp_file = PEERS_BIN / f"{name}.stamp"
-    if stamp_file.exists() and stamp_file.read_text() == digest.hexdigest() and (PEERS_BIN / name).exists():
-        return PEERS_BIN / name
+    digest.update(ldflags.encode())
+    stamp_file = out / f"{name}.stamp"
+    if stamp_file.exists() and stamp_file.read_text() == digest.hexdigest() and (out / name).exists():
+        return out / name
     if shutil.which("go") is None:
-        sys.exit(f"peers: the 'go' command is needed to build {name}")
-    print(f"peers: building {name} from {package} (cold: 2-4 min on 2 cores)", file=sys.stderr, flush=True)
-    subprocess.run(["go", "build", "-trimpath", "-ldflags", f"-s -w {version_flag}",
-                    "-o", str(PEERS_BIN / f"{name}.new"), package],
-                   cwd=module, env={**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}, check=True)
-    os.replace(PEERS_BIN / f"{name}.new", PEERS_BIN / name)
+        sys.exit(f"e2e: the 'go' command is needed to build {name} from {package}")
+    print(f"e2e: building {name} from {package} (cold: 1-4 min on 2 cores; cached after)", file=sys.stderr, flush=True)
+    subprocess.run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / f"{name}.new"), package],
+                   cwd=module, env={**os.environ, "CGO_ENABLED": "0", **env}, check=True)
+    os.replace(out / f"{name}.new", out / name)
     stamp_file.write_text(digest.hexdigest())
-    return PEERS_BIN / name
+    return out / name

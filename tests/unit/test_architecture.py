@@ -205,4 +205,5 @@ def test_the_config_is_read_through_its_typed_sections(path: Path):
 
 
 def test_the_document_check_sees_a_read():
-    assert document_reads('x = config.document["volcano"]["schedulerName"]\n') == ["1: reads the config document by key"]
+    found = document_reads('x = config.document["volcano"]["schedulerName"]\n')
+    assert found == ["1: reads the config document by key"]

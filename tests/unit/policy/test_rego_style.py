@@ -1,8 +1,8 @@
 """The policies pass Regal (the Rego linter) under .regal/config.yaml and are as `opa fmt` writes them.
 
-Both binaries are built from their Go modules with the e2e control plane (e2e/build.py): OPA, whose
-formatter is the one the README asks policy authors to use, and Regal. The deliberate exceptions
-are recorded once, with their reasons, in .regal/config.yaml.
+Both binaries are built alone from their Go modules (e2e/build.py's ``build_tool``), not with the
+control plane: OPA, whose formatter is the one the README asks policy authors to use, and Regal.
+The deliberate exceptions are recorded once, with their reasons, in .regal/config.yaml.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ CONFIG = ROOT / ".regal" / "config.yaml"
 
 @pytest.fixture(scope="module")
 def binaries() -> Path:
-    return build.build()
+    """The folder holding opa and regal, each built alone."""
+    folders = {build.build_tool(name).parent for name in build.TOOLS}
+    assert len(folders) == 1
+    return folders.pop()
 
 
 def regal(binaries: Path, policies: Path) -> subprocess.CompletedProcess:
