@@ -12,7 +12,7 @@ __all__ = ["Gateway", "create_app"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
-        from .server.app import create_app
+        from .server.flask_adapter import create_app
 
         return create_app
     if name == "Gateway":

@@ -13,6 +13,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from webhook.core.errors import CertificateError
+
 from helpers import VGATE, eventually
 
 
@@ -83,7 +85,7 @@ def test_a_pair_is_taken_only_when_the_key_is_the_certificates(tmp_path, caplog)
     assert pair.refresh() is True and pair.served.cert.read_bytes() == (tmp_path / "b" / "tls.crt").read_bytes()
     assert pair.served.key.stat().st_mode & 0o777 == 0o600
     (source / "tls.key").write_bytes(b"not a key")
-    with pytest.raises(ValueError):
+    with pytest.raises(CertificateError):
         ServingPair(CertPaths.under(source), tmp_path / "runtime-2")
 
 

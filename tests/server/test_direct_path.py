@@ -1,5 +1,5 @@
-"""The admission endpoints answered without Flask (the direct path, the default) answer exactly as
-through Flask (`--server granian-flask`, kept for comparison): the same status and body for every
+"""The endpoint table served by the ASGI path (the default) and through the Flask adapter
+(`--server granian-flask`, kept for comparison) answers alike: the same status and body for every
 kind of request, and the same decision records."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ REQUESTS = [
     ("POST", "/validate", orjson.dumps(review(pod("leak", "ml-training", labels=SENSITIVE), uid="v2"))),
     ("POST", "/validate", b"{broken"),                                    # 400, recorded as refused
     ("POST", "/mutate", orjson.dumps({"kind": "NotAReview"})),            # 400
-    ("POST", "/validate", b"{" + b" " * (4 * 1024 * 1024) + b"}"),       # 413 (Flask on both)
+    ("POST", "/validate", b"{" + b" " * (4 * 1024 * 1024) + b"}"),       # 413
     ("GET", "/healthz", None),
     ("GET", "/readyz", None),
-    ("GET", "/mutate", None),                                             # 405 (Flask on both)
+    ("GET", "/mutate", None),                                             # 405
+    ("GET", "/nowhere", None),                                            # 404
 ]
 
 
@@ -40,9 +41,9 @@ def records(server) -> list[tuple[object, ...]]:
             for r in server.decisions()]
 
 
-def test_the_direct_path_answers_and_records_as_flask_did(start_server):
+def test_the_serving_path_and_the_flask_adapter_answer_and_record_alike(start_server):
     direct = start_server(workers=1)
     flask = start_server(workers=1, extra_args=("--server", "granian-flask"))
     assert answers(direct) == answers(flask)
     assert records(direct) == records(flask)
-    assert [status for status, _ in answers(direct)] == [200, 200, 200, 400, 400, 413, 200, 200, 405]
+    assert [status for status, _ in answers(direct)] == [200, 200, 200, 400, 400, 413, 200, 200, 405, 404]

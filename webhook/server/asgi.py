@@ -1,68 +1,58 @@
-"""The Flask app behind an event loop: a body is read in full, bounded in size and time, before a thread sees it.
+"""The serving path: an ASGI app that reads each body on the event loop, bounded in size and time,
+and answers from the endpoint table (``endpoints``) on a few app threads.
 
 Thread-per-request servers hand a connection to a thread as soon as its headers arrive, so a
 client that drips its body one byte a second holds a thread; a few such clients hold them all
 (measured in docs/operators.md, "Serving"). Here the event loop of granian's ASGI worker reads every
-body, for thousands of connections at once; only a complete body (or a refusal) reaches the
-unchanged Flask app, run on a few app threads per worker (``--threads``): one decodes and records
-while another waits for its evaluation or its fsync.
+body, for thousands of connections at once; only a complete body (or its refusal) reaches an app
+thread (``--threads`` per worker): one decodes and records while another waits for its evaluation
+or its fsync. No WSGI environ is built and no web framework runs on any request.
 
-``direct`` answers what it can without the WSGI app (the admission endpoints, /healthz, /readyz: a body
-read in full, a method and path it serves), on the same app threads: no environ is built and no
-Flask request runs on the admission path. What it leaves (None), and every body refused or cut
-short, goes to the WSGI app, which answers and records it as before.
-
-Bodies are bounded as the app bounds them: a Content-Length over the limit is passed on without
-its body, and any other body is read to the limit plus one byte at most (the app answers 413 to
-both); the rest of an oversized body is read and dropped up to ``DRAIN_FACTOR`` times the limit.
-A body that does not arrive within ``read_timeout`` seconds is passed on cut short, marked
-``vgate.body_timeout``: the app answers 408 and records it.
+Bodies are bounded by ``server.maxBodyBytes``: a Content-Length over the limit is refused without
+reading the body, and any other body is read to the limit plus one byte at most (413 to both);
+the rest of an oversized body is read and dropped up to ``DRAIN_FACTOR`` times the limit, so the
+client reads the answer instead of a reset. A body that does not arrive within
+``server.bodyReadTimeoutSeconds`` is refused with 408. Both refusals are recorded (``Endpoints.refuse``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import queue
-import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from .endpoints import Answer, Endpoints
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-Direct = Callable[[str, str, bytes], "tuple[int, bytes] | None"]  # (method, path, body) -> (status, JSON)
-JSON_HEADERS = [(b"content-type", b"application/json")]
 
-BODY_TIMEOUT_KEY = "vgate.body_timeout"
 # A refused body up to this many times the limit is read and dropped before the 413 is sent: a
 # client still sending when the connection closes sees a reset instead of the answer. Larger
 # ones are not worth reading; their connection is closed.
 DRAIN_FACTOR = 4
 
 
-class WsgiBehindLoop:
-    """An ASGI application serving ``wsgi_app`` with bodies read on the event loop."""
+class AdmissionServer:
+    """An ASGI application serving ``endpoints`` with bodies read on the event loop."""
 
-    def __init__(self, wsgi_app: WsgiApp, max_body: Callable[[], int], read_timeout: Callable[[], float],
-                 threads: int = 1, direct: Direct | None = None) -> None:
-        self._app = wsgi_app
-        self._direct = direct
-        self._max_body = max_body
-        self._read_timeout = read_timeout
+    def __init__(self, endpoints: Endpoints, threads: int = 1) -> None:
+        self._endpoints = endpoints
         self._threads = AppThreads(threads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        limit, timeout = self._max_body(), self._read_timeout()
+        started = time.perf_counter()
+        endpoints, method, path = self._endpoints, scope["method"], scope["path"]
+        limit, timeout = endpoints.max_body_bytes(), endpoints.body_read_timeout()
         declared = _content_length(scope)
-        declared_over = declared if declared is not None and declared > limit else None
-        timed_out, oversized = False, declared_over is not None
-        body = b""  # a declared length over the limit is refused by the app without its body
+        timed_out, oversized = False, declared is not None and declared > limit
+        body = b""  # a declared length over the limit is refused without its body
         if not oversized:
             try:
                 async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
@@ -75,37 +65,20 @@ class WsgiBehindLoop:
                     await _discard(receive, limit * DRAIN_FACTOR - len(body))
             except TimeoutError:
                 pass
-        if self._direct is not None and not (timed_out or oversized):
-            answered = await self._threads.run(self._direct, scope["method"], scope["path"], body)
-            if answered is not None:
-                await send({"type": "http.response.start", "status": answered[0],
-                            "headers": [*JSON_HEADERS, (b"content-length", str(len(answered[1])).encode())]})
-                await send({"type": "http.response.body", "body": answered[1]})
-                return
-        environ = _environ(scope, body, declared_over)
         if timed_out:
-            environ[BODY_TIMEOUT_KEY] = timeout
-        status, headers, payload = await self._threads.run(self._call, environ)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+            answer = await self._threads.run(endpoints.timed_out, method, path, timeout, started)
+        elif oversized:
+            answer = await self._threads.run(endpoints.too_large, method, path, started)
+        else:
+            answer = await self._threads.run(endpoints.answer, method, path, body)
+        await _send(send, answer)
 
-    def _call(self, environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Run the WSGI app to completion in this worker's app thread."""
-        started: list[Any] = []
 
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-            started[:] = [status, headers]
-
-        chunks = self._app(environ, start_response)
-        try:
-            payload = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        status, headers = started
-        encoded = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-        return int(status.split(" ", 1)[0]), encoded, payload
+async def _send(send: Send, answer: Answer) -> None:
+    await send({"type": "http.response.start", "status": answer.status,
+                "headers": [(b"content-type", answer.content_type.encode("latin-1")),
+                            (b"content-length", str(len(answer.body)).encode())]})
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 class AppThreads:
@@ -183,41 +156,3 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
-
-
-def _environ(scope: Scope, body: bytes, oversized_length: int | None) -> dict[str, Any]:
-    """A WSGI environ for the request (PEP 3333), its body already read.
-
-    The body is presented with the length read (a body cut at the limit plus one byte is one byte
-    too long, and the app refuses it); a declared length over the limit is passed on as declared,
-    with no body behind it.
-    """
-    server = scope.get("server") or ("localhost", 443)
-    client = scope.get("client") or ("", 0)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": scope["method"],
-        "SCRIPT_NAME": scope.get("root_path", "").encode("utf-8").decode("latin-1"),
-        "PATH_INFO": scope["path"].encode("utf-8").decode("latin-1"),
-        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
-        "SERVER_NAME": str(server[0]),
-        "SERVER_PORT": str(server[1]),
-        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
-        "REMOTE_ADDR": str(client[0]),
-        "REMOTE_PORT": str(client[1]),
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scope.get("scheme", "https"),
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": False,
-        "wsgi.multiprocess": True,
-        "wsgi.run_once": False,
-    }
-    for raw_name, raw_value in scope.get("headers", ()):
-        name = raw_name.decode("latin-1").upper().replace("-", "_")
-        value = raw_value.decode("latin-1")
-        if name in ("CONTENT_LENGTH", "TRANSFER_ENCODING"):
-            continue
-        key = name if name == "CONTENT_TYPE" else f"HTTP_{name}"
-        environ[key] = f"{environ[key]},{value}" if key in environ else value
-    environ["CONTENT_LENGTH"] = str(len(body) if oversized_length is None else oversized_length)
-    return environ

@@ -3,7 +3,7 @@
 Chosen by measurement over gunicorn (docs/operators.md, "Serving"): gunicorn's gthread workers give a
 connection a thread once its headers arrive, so as many clients dripping a body as there are
 threads stop a replica; granian's workers hold thousands of slow connections on an event loop and
-the app (``asgi.WsgiBehindLoop``) sees only complete bodies. TLS handshakes and headers are read
+the app (``asgi.AdmissionServer``) sees only complete bodies. TLS handshakes and headers are read
 by granian itself, each within ``server.headerReadTimeoutSeconds``; bodies within
 ``server.bodyReadTimeoutSeconds``. HTTP/2 is not offered (like controller-runtime's webhook
 servers since the HTTP/2 rapid-reset attacks); the API server speaks HTTP/1.1 to webhooks then.
@@ -79,12 +79,13 @@ def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: Ce
     runtime.write_settings(asdict(settings))
     pair = ServingPair(certs, runtime.tls)
     host, port = host_and_port(bind)
+    direct = settings.direct
     server = _ReloadingServer(
-        "webhook.server.wiring:asgi_app_from_environment",
+        "webhook.server.wiring:" + ("asgi_app_from_environment" if direct else "wsgi_app_from_environment"),
         factory=True,
         address=host,
         port=port,
-        interface=Interfaces.ASGINL,
+        interface=Interfaces.ASGINL if direct else Interfaces.WSGI,
         workers=workers,
         http=HTTPModes.http1,
         http1_settings=HTTP1Settings(header_read_timeout=int(limits.header_read_timeout * 1000), keep_alive=True),

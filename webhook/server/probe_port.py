@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from .app import readiness
+from .endpoints import readiness
 from .granian_server import host_and_port
 from .metrics import merged_exposition, running
 from .reload import LiveGateway

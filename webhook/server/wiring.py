@@ -2,8 +2,9 @@
 
 ``load_gateway`` reads and compiles everything a gateway needs (config, policies, exceptions, the
 decision log); ``build_worker`` builds one worker's parts: its metrics, its gateway (reloaded in
-place when files change), its report scheduler, its Flask app; ``asgi_app_from_environment`` is
-the app factory of one granian worker. `vgate serve` checks ``load_gateway`` once in the master
+place when files change), its report scheduler, its endpoint table; ``asgi_app_from_environment``
+is the app factory of one granian worker (``wsgi_app_from_environment`` under ``--server
+granian-flask``, the Flask adapter kept for comparison). `vgate serve` checks ``load_gateway`` once in the master
 before the workers start, so an invalid file stops start-up.
 """
 
@@ -29,9 +30,10 @@ from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set
 from ..reports.schedule import ReportScheduler
-from .app import create_app, direct_answers
-from .asgi import WsgiBehindLoop
+from .asgi import AdmissionServer
 from .certs import CertPaths, expires_at
+from .endpoints import Endpoints
+from .flask_adapter import create_app
 from .gateway import Gateway
 from .metrics import Metrics, forget_dead_workers
 from .periodic import every
@@ -53,7 +55,7 @@ class Settings:
     reload_interval: float = 2.0
     hourly_reports: bool = True
     app_threads: int = 1
-    direct: bool = True  # answer /mutate, /validate, /healthz, /readyz without Flask (False: `--server granian-flask`)
+    direct: bool = True  # the ASGI serving path (False: `--server granian-flask`, Flask over granian's WSGI)
 
 
 def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
@@ -86,8 +88,8 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
     return Gateway(config, engine, decisions, exceptions, Path(settings.policy_dir), metrics, cluster)
 
 
-def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
-    """One worker's app and the live gateway behind it: metrics, files watched, the hourly reports."""
+def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
+    """One worker's endpoint table and the live gateway behind it: metrics, files watched, the hourly reports."""
     forget_dead_workers()
     metrics = Metrics()
     runtime = RuntimeDir.current()
@@ -104,7 +106,7 @@ def build_worker(settings: Settings) -> tuple[Flask, LiveGateway]:
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
-    return create_app(live, metrics, probes=not probe_port), live
+    return Endpoints(live, metrics, probes=not probe_port), live
 
 
 def watch_cluster(settings: ClusterSettings) -> ClusterState | None:
@@ -122,18 +124,24 @@ def watch_cluster(settings: ClusterSettings) -> ClusterState | None:
 
 
 def build_app(settings: Settings) -> Flask:
-    """One worker's Flask app (tests and embedders serve it with any WSGI server)."""
-    return build_worker(settings)[0]
+    """One worker's table behind Flask (gunicorn, ``--server granian-flask``, embedders' WSGI servers)."""
+    endpoints, live = build_worker(settings)
+    return create_app(live, endpoints.metrics, probes=endpoints.probes)
 
 
-def asgi_app_from_environment() -> WsgiBehindLoop:
-    """The app factory granian calls in each worker: the Flask app behind the body-reading event loop."""
+def asgi_app_from_environment() -> AdmissionServer:
+    """The app factory granian calls in each worker: the endpoint table behind the body-reading event loop."""
+    settings = _settings_from_runtime()
+    return AdmissionServer(build_worker(settings)[0], settings.app_threads)
+
+
+def wsgi_app_from_environment() -> Flask:
+    """The app factory granian calls in each worker under ``--server granian-flask``."""
+    return build_app(_settings_from_runtime())
+
+
+def _settings_from_runtime() -> Settings:
     runtime = RuntimeDir.current()
     if runtime is None:
         raise RuntimeError(f"{RUNTIME_DIR_ENV} is not set: granian's workers are started by `vgate serve`")
-    settings = Settings(**runtime.settings())
-    app, live = build_worker(settings)
-    server = lambda: live.current.config.server  # noqa: E731 - read per request: a reload may change them
-    return WsgiBehindLoop(app, lambda: server().max_body_bytes, lambda: server().body_read_timeout_seconds,
-                          settings.app_threads,
-                          direct_answers(live, probes=not runtime.probes_served) if settings.direct else None)
+    return Settings(**runtime.settings())
