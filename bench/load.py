@@ -234,6 +234,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="server worker processes")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument("--results", type=Path, help="write the medians and every round's figures to this JSON "
+                        "file (bench/results/load.json is the one the README and docs quote)")
     args = parser.parse_args()
 
     if not shutil.which("ab"):
@@ -302,6 +304,13 @@ def main() -> None:
                   f"throughput {direct['rps'] / flask['rps']:.2f}x, p99 {direct['p99_ms'] / flask['p99_ms']:.2f}x")
         if args.json:
             print(json.dumps(results, indent=2))
+        if args.results:
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(json.dumps({
+                "command": "python bench/load.py " + " ".join(sys.argv[1:]),
+                "date": time.strftime("%Y-%m-%d", time.gmtime()), "medians": results,
+                "rounds": {name: [run["cpu_us"] for run in runs] for name, runs in rounds.items()}},
+                indent=2) + "\n")
     finally:
         for server, _, _, workdir in servers.values():
             server.terminate()

@@ -65,7 +65,7 @@ def build(force: bool = False) -> Path:
             (BIN / name).exists() for name in BINARIES):
         return BIN
     if shutil.which("go") is None:
-        sys.exit("e2e: the 'go' command is needed to build the control plane (Go 1.25 or later)")
+        sys.exit("e2e: the 'go' command is needed to build the control plane (Go 1.26 or later)")
     staging = BIN / "staging"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -122,7 +122,7 @@ def _build_alone(name: str, package: str, module: Path, ldflags: str, out: Path,
     if stamp_file.exists() and stamp_file.read_text() == digest.hexdigest() and (out / name).exists():
         return out / name
     if shutil.which("go") is None:
-        sys.exit(f"e2e: the 'go' command is needed to build {name} from {package}")
+        sys.exit(f"e2e: the 'go' command is needed to build {name} from {package} (Go 1.26 or later)")
     print(f"e2e: building {name} from {package} (cold: 1-4 min on 2 cores; cached after)", file=sys.stderr, flush=True)
     subprocess.run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / f"{name}.new"), package],
                    cwd=module, env={**os.environ, "CGO_ENABLED": "0", **env}, check=True)

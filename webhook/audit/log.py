@@ -1,6 +1,6 @@
 """The decision log: every admission decision, durable before the answer leaves, hash-chained.
 
-Each writer (one gunicorn worker of one replica) appends JSON Lines to its own hourly segment,
+Each writer (one worker process of one replica) appends JSON Lines to its own hourly segment,
 ``decisions-<replica>-<pid>-<YYYYMMDDTHH>.jsonl`` (mode 0600). Every record carries ``prev``, the
 sha256 of the previous record's line; a segment's first record links the writer's previous
 segment (or 64 zeros for a new writer), so a changed, removed or inserted line breaks the chain.
