@@ -162,6 +162,42 @@ class PlacementSettings:
 
 
 @dataclass(frozen=True)
+class NamespaceEnforcement:
+    """``enforcement.namespaces[]``: per-rule actions (``*``: every rule) in matching namespaces."""
+
+    namespaces: tuple[str, ...]
+    rules: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class EnforcementSettings:
+    """``enforcement``: what a deny result does (deny, warn, audit), per rule and per namespace."""
+
+    default: str
+    rules: Mapping[str, str]
+    namespaces: tuple[NamespaceEnforcement, ...]
+
+
+@dataclass(frozen=True)
+class NamespacePodSecurity:
+    """``podSecurity.namespaces[]``: the modes it sets (what it leaves out comes from the top level)."""
+
+    namespaces: tuple[str, ...]
+    modes: Mapping[str, str]  # of enforce, warn, audit, version: those given
+
+
+@dataclass(frozen=True)
+class PodSecuritySettings:
+    """``podSecurity``: as pod-security admission's namespace labels; the first matching entry wins."""
+
+    modes: Mapping[str, str]  # enforce, warn, audit (privileged | baseline | restricted), version
+    namespaces: tuple[NamespacePodSecurity, ...]
+
+
+POD_SECURITY_MODES = ("enforce", "warn", "audit", "version")
+
+
+@dataclass(frozen=True)
 class Config:
     """The validated configuration. ``document`` is the complete dict policies see as data; Python
     reads it only through the typed sections below, each built here from it."""
@@ -239,17 +275,19 @@ class Config:
     def exempt_namespace_globs(self) -> tuple[str, ...]:
         return tuple(self.document["exemptNamespaceGlobs"])
 
-    @property
-    def enforcement(self) -> dict[str, Any]:
-        """``enforcement`` as written: per rule and namespace (``core.enforcement`` reads it)."""
-        section: dict[str, Any] = self.document["enforcement"]
-        return section
+    @cached_property
+    def enforcement(self) -> EnforcementSettings:
+        section = self.document["enforcement"]
+        return EnforcementSettings(section["default"], dict(section["rules"]), tuple(
+            NamespaceEnforcement(tuple(entry["namespaces"]), dict(entry["rules"])) for entry in section["namespaces"]))
 
-    @property
-    def pod_security(self) -> dict[str, Any]:
-        """``podSecurity`` as written: pod-security admission's modes per namespace (``core.enforcement``)."""
-        section: dict[str, Any] = self.document["podSecurity"]
-        return section
+    @cached_property
+    def pod_security(self) -> PodSecuritySettings:
+        section = self.document["podSecurity"]
+        return PodSecuritySettings({mode: section[mode] for mode in POD_SECURITY_MODES}, tuple(
+            NamespacePodSecurity(tuple(entry["namespaces"]), {mode: entry[mode] for mode in POD_SECURITY_MODES
+                                                              if mode in entry})
+            for entry in section["namespaces"]))
 
     def queue(self, name: str) -> QueueDefinition | None:
         return self.queues.definitions.get(name)

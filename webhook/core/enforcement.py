@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from .config import Config
+from .config import Config, EnforcementSettings, PodSecuritySettings
 from .contract import PolicyResult, Violation
 from .policy_exceptions import PolicyException
 from .workloads import matches_globs
@@ -34,32 +33,32 @@ _LEVEL_RANK = {"privileged": 0, "baseline": 1, "restricted": 2}
 _MODE_ACTIONS = (("enforce", "deny"), ("warn", "warn"), ("audit", "audit"))
 
 
-def action_for(rule: str, namespace: str, enforcement: dict[str, Any]) -> str:
+def action_for(rule: str, namespace: str, enforcement: EnforcementSettings) -> str:
     """The configured action of a deny result of ``rule`` in ``namespace``."""
-    return _explicit_action(rule, namespace, enforcement) or enforcement["default"]
+    return _explicit_action(rule, namespace, enforcement) or enforcement.default
 
 
-def _explicit_action(rule: str, namespace: str, enforcement: dict[str, Any]) -> str | None:
-    for override in enforcement["namespaces"]:
-        if matches_globs(namespace, override["namespaces"]):
-            actions = override["rules"]
+def _explicit_action(rule: str, namespace: str, enforcement: EnforcementSettings) -> str | None:
+    for override in enforcement.namespaces:
+        if matches_globs(namespace, override.namespaces):
+            actions = override.rules
             if rule in actions or "*" in actions:
                 return str(actions.get(rule, actions.get("*")))
-    action = enforcement["rules"].get(rule)
+    action = enforcement.rules.get(rule)
     return str(action) if action else None
 
 
-def pod_security_modes(namespace: str, pod_security: dict[str, Any]) -> dict[str, str]:
+def pod_security_modes(namespace: str, pod_security: PodSecuritySettings) -> dict[str, str]:
     """The namespace's enforce, warn, audit levels and version: its first matching entry over the top level."""
-    modes = {key: pod_security[key] for key in ("enforce", "warn", "audit", "version")}
-    for entry in pod_security["namespaces"]:
-        if matches_globs(namespace, entry["namespaces"]):
-            modes.update({key: entry[key] for key in modes if key in entry})
+    modes = dict(pod_security.modes)
+    for entry in pod_security.namespaces:
+        if matches_globs(namespace, entry.namespaces):
+            modes.update(entry.modes)
             break
     return modes
 
 
-def level_action(level: str, namespace: str, pod_security: dict[str, Any]) -> str | None:
+def level_action(level: str, namespace: str, pod_security: PodSecuritySettings) -> str | None:
     """What a Pod Security Standards result failing at ``level`` does in ``namespace`` (None: nothing)."""
     modes = pod_security_modes(namespace, pod_security)
     for mode, action in _MODE_ACTIONS:

@@ -54,7 +54,7 @@ enforcement:
       rules: {"*": audit}
     - namespaces: [ml-*]
       rules: {placement-single-zone: warn}
-""").document["enforcement"]
+""").enforcement
     assert action_for("network-no-external", "web", enforcement) == "warn"
     assert action_for("placement-single-zone", "web", enforcement) == "deny"
     assert action_for("placement-single-zone", "sandbox-1", enforcement) == "audit"

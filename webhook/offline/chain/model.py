@@ -46,8 +46,10 @@ _CORE_GROUPS = {"", "apps", "batch", "policy", "autoscaling", "networking.k8s.io
                 "flowcontrol.apiserver.k8s.io", "resource.k8s.io", "admission.k8s.io", "authentication.k8s.io",
                 "authorization.k8s.io", "apiregistration.k8s.io", "storagemigration.k8s.io",
                 "internal.apiserver.k8s.io"}
-_POD_CONTROLLERS = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"),
-                    ("", "ReplicationController"), ("batch", "Job"), ("batch", "CronJob")}
+# The built-in kinds the registry judges by a pod template: Kubernetes defaults their templates as pod specs
+# (a CRD's, such as a Spark application's, gets its CRD's structural defaults instead)
+_POD_CONTROLLERS = {(kind.group, kind.kind) for kind in KINDS if kind.handler.template is not None
+                    and kind.group in _CORE_GROUPS}
 # What the chart's mutating webhook is sent: the registry's mutated kinds (core/kinds.py)
 _VGATE_MUTATES = {(kind.group, kind.kind) for kind in KINDS if kind.mutated}
 _K8S = "kubernetes/kubernetes "
