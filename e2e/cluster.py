@@ -205,7 +205,9 @@ def up() -> None:
         "--service-cluster-ip-range=10.96.0.0/16",
         "--allow-privileged=true", "--profiling=false",
         # The default admission plugins stay on (NamespaceLifecycle, LimitRanger, ServiceAccount, Priority,
-        # DefaultTolerationSeconds, PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ...).
+        # DefaultTolerationSeconds, PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ...);
+        # NodeRestriction is added, as kubeadm adds it: a node's identity writes its own Node and pods only.
+        "--enable-admission-plugins=NodeRestriction",
     ], apiserver_ready).start(timeout=180)
     _write_component_kubeconfigs(ca)
 

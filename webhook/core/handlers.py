@@ -14,6 +14,7 @@ assembles from (``pod_templates``, ``spark``, ``bindings``, ``mutators``) knows 
 - A **Binding** is judged against its pod, node and PodGroup from the cluster view (``bindings``),
   and its placement recorded.
 - The pod subresources (``pods/ephemeralcontainers``, ``pods/resize``) are judged as sent.
+- A **Node** UPDATE is judged as sent: who changes its zone, encryption labels or tenant taint.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ VOLCANO_JOB = KindHandler(_task_specs, as_submitted, mutator=mutators.VOLCANO_JO
 POD_GROUP = KindHandler(_no_pods, as_submitted, mutator=mutators.POD_GROUP)
 POD_SUBRESOURCE = KindHandler(_own_spec, as_submitted)  # pods/ephemeralcontainers, pods/resize: judged as sent
 BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound)
+NODE = KindHandler(_no_pods, as_submitted)  # a node's labels and taints, judged as the write changes them
 
 
 def pod_controller(template: Template) -> KindHandler:

@@ -32,6 +32,7 @@ class Workload(str, Enum):
     RESIZE = "pods/resize"
     BINDING = "Binding"
     SPARK_APPLICATION = "SparkApplication"
+    NODE = "Node"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class AdmissionKind:
     update_mutable: tuple[str, ...] = ()  # what an UPDATE may change that rules judge (docs/operators.md, write paths)
     operations: tuple[str, ...] = ("CREATE", "UPDATE")  # what the validating webhook is sent
     subresource: str = ""       # also written as this subresource of another resource ("pods/binding")
+    webhook: str = "validate.vgate.io"  # the validating webhook of the chart that is sent it
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -89,7 +91,12 @@ KINDS: tuple[AdmissionKind, ...] = (
     # binding webhook, registered apart: its failure policy is its own). The legacy `bindings`
     # resource binds as pods/binding does: both are registered, or one would be a way around the other.
     AdmissionKind("", "v1", "Binding", "bindings", Workload.BINDING, handlers.BINDING, operations=("CREATE",),
-                  subresource="pods/binding"),
+                  subresource="pods/binding", webhook="bind.vgate.io"),
+    # A node's placement facts (its zone and memory-encryption labels, its tenant taint) changed: a
+    # node's own identity may not (kubelets may set the zone label on their Node); an admin's change is
+    # recorded. Its own webhook, whose matchConditions send only writes that change those facts.
+    AdmissionKind("", "v1", "Node", "nodes", Workload.NODE, handlers.NODE, operations=("UPDATE",),
+                  webhook="nodes.vgate.io"),
 )
 
 

@@ -6,12 +6,15 @@ the manifests in ``<rule>/samples/``: an ``allowed-*`` sample must pass the whol
 a ``denied-*`` one must be denied by exactly the rule whose folder holds it (the folder name is
 the rule id), and the RVM that serves requests must decide it as the interpreter does. A layered
 rule, whose denial always comes with another's (it still denies when that one is set to warn),
-names the other in its sample's first line: ``# also denied by: placement-encrypted-memory``.
+names the other in its sample's first line: ``# also denied by: placement-encrypted-memory``. A
+sample whose comments say ``# update by: <user>`` is judged as that user's UPDATE of the document
+before it of the same kind and name (a node relabelling itself), not as a CREATE.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,9 +94,10 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
         expected = "allowed" if sample.name.startswith("allowed") else rule_id
         denied_as_expected = () if expected == "allowed" else tuple(sorted({rule_id, *also_denied_by(sample)}))
         cluster = Cluster.build(config)
-        *setup, judged = [manifest for manifest in yaml.safe_load_all(sample.read_text()) if manifest]
+        text = sample.read_text()
+        *setup, judged = [manifest for manifest in yaml.safe_load_all(text) if manifest]
         refused = [_judge_in(cluster, manifest, config, engine) for manifest in setup if not cluster.learn(manifest)]
-        result = _judge_in(cluster, judged, config, engine)
+        result = _judge_in(cluster, judged, config, engine, **_as_update(text, setup, judged))
         denied_by = tuple(sorted({o.rule for o in result.validation.rules("deny")}))
         passed = denied_by == denied_as_expected and not result.validation.error
         passed = passed and all(r.validation.decision.allowed for r in refused)
@@ -102,11 +106,23 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
     return checks
 
 
-def _judge_in(cluster: Cluster, manifest: dict[str, Any], config: Config, engine: RegorusEngine) -> OfflineResult:
+def _as_update(text: str, setup: list[dict[str, Any]], judged: dict[str, Any]) -> dict[str, Any]:
+    """The review options of a sample that says ``# update by: <user>``: that user's UPDATE of the last
+    setup document of the judged one's kind and name; none for a CREATE."""
+    found = re.search(r"^# update by: (\S+)$", text, re.MULTILINE)
+    if found is None:
+        return {}
+    same = [m for m in setup if (m.get("kind"), (m.get("metadata") or {}).get("name")) ==
+            (judged.get("kind"), (judged.get("metadata") or {}).get("name"))]
+    return {"operation": "UPDATE", "user": found[1], "old_object": same[-1] if same else None}
+
+
+def _judge_in(cluster: Cluster, manifest: dict[str, Any], config: Config, engine: RegorusEngine,
+              **review_options: Any) -> OfflineResult:
     """Admit one document in the cluster its sample builds up: an admitted Pod or PodGroup is kept."""
     if is_binding(manifest):
         return admit_binding(manifest, config, engine, (), cluster)
-    result = admit(manifest, config, engine, cluster=cluster)
+    result = admit(manifest, config, engine, cluster=cluster, **review_options)
     if result.validation.decision.allowed:
         cluster.remember(result.mutated)
     return result

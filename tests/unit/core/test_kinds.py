@@ -39,15 +39,17 @@ def registered(kind: str, webhook: str, values: dict | None = None) -> set[tuple
 
 def test_the_charts_webhooks_register_exactly_the_registrys_kinds():
     mutated = {(k.group, k.version, k.resource, "CREATE") for k in KINDS if k.mutated}
-    judged = {(k.group, k.version, k.resource, op) for k in KINDS for op in k.operations
-              if k.workload is not Workload.BINDING}
-    judged |= {("", "v1", f"pods/{sub}", "UPDATE") for sub in POD_SUBRESOURCES}
-    bindings = {(k.group, k.version, resource, op) for k in KINDS if k.workload is Workload.BINDING
-                for resource in (k.resource, k.subresource) for op in k.operations}
     assert registered("MutatingWebhookConfiguration", "mutate.vgate.io") == mutated
-    assert registered("ValidatingWebhookConfiguration", "validate.vgate.io") == judged
+    webhooks = {k.webhook for k in KINDS}
+    assert webhooks == {"validate.vgate.io", "bind.vgate.io", "nodes.vgate.io"}
+    for webhook in webhooks:
+        judged = {(k.group, k.version, resource, op) for k in KINDS if k.webhook == webhook
+                  for resource in filter(None, (k.resource, k.subresource)) for op in k.operations}
+        if webhook == "validate.vgate.io":
+            judged |= {("", "v1", f"pods/{sub}", "UPDATE") for sub in POD_SUBRESOURCES}
+        assert registered("ValidatingWebhookConfiguration", webhook) == judged, webhook
     # Both ways to bind (the legacy bindings resource and pods/binding), by their own webhook
-    assert registered("ValidatingWebhookConfiguration", "bind.vgate.io") == bindings == {
+    assert registered("ValidatingWebhookConfiguration", "bind.vgate.io") == {
         ("", "v1", "bindings", "CREATE"), ("", "v1", "pods/binding", "CREATE")}
 
 
@@ -118,6 +120,7 @@ EXAMPLES = {
     ("sparkoperator.k8s.io", "ScheduledSparkApplication"): lambda n: {"spec": {"schedule": "@hourly",
                                                                                "template": _spark_app(n)}},
     ("", "Binding"): None,
+    ("", "Node"): None,
 }
 
 
