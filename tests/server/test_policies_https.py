@@ -36,6 +36,9 @@ def eval_verdicts() -> dict[str, list[dict]]:
 def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config, engine, eval_verdicts,
                                                                   sample: Path):
     """As the API server delivers them (defaults, built-in plugins) to a real server over HTTPS."""
+    if "\n# update by: " in "\n" + sample.read_text():
+        updated_alike(server, config, engine, sample)  # vgate eval judges no UPDATE of a Node it is given
+        return
     from_eval = eval_verdicts[str(sample)]
     cluster = Cluster.build(config)
     # Nodes are cluster state (never judged); a Binding is judged against a cluster state, which this
@@ -67,3 +70,19 @@ def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config,
             assert verdict["status"]["message"] == offline.validation.decision.message
         else:
             assert verdict["allowed"] is True and "denied-rules" not in verdict["auditAnnotations"]
+
+
+def updated_alike(server, config, engine, sample: Path) -> None:
+    """A sample judged as a user's UPDATE (``# update by:``): offline as `vgate test` judges it, and
+    over HTTPS, alike."""
+    from webhook.offline.policy_tests import as_update
+
+    *setup, judged = [m for m in yaml.safe_load_all(sample.read_text()) if m]
+    options = as_update(sample.read_text(), setup, judged)
+    offline = admit(judged, config, engine, cluster=Cluster.build(config), **options)
+    verdict = server.post("/validate", review(judged, **options)).json()["response"]
+    assert verdict["allowed"] is offline.validation.decision.allowed is sample.name.startswith("allowed")
+    if not verdict["allowed"]:
+        assert verdict["auditAnnotations"]["denied-rules"] == sample.parent.parent.name
+        assert verdict["status"]["message"] == offline.validation.decision.message
+

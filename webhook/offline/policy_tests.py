@@ -97,7 +97,7 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
         text = sample.read_text()
         *setup, judged = [manifest for manifest in yaml.safe_load_all(text) if manifest]
         refused = [_judge_in(cluster, manifest, config, engine) for manifest in setup if not cluster.learn(manifest)]
-        result = _judge_in(cluster, judged, config, engine, **_as_update(text, setup, judged))
+        result = _judge_in(cluster, judged, config, engine, **as_update(text, setup, judged))
         denied_by = tuple(sorted({o.rule for o in result.validation.rules("deny")}))
         passed = denied_by == denied_as_expected and not result.validation.error
         passed = passed and all(r.validation.decision.allowed for r in refused)
@@ -106,7 +106,7 @@ def check_samples(policy_dir: str | Path, config: Config) -> list[SampleCheck]:
     return checks
 
 
-def _as_update(text: str, setup: list[dict[str, Any]], judged: dict[str, Any]) -> dict[str, Any]:
+def as_update(text: str, setup: list[dict[str, Any]], judged: dict[str, Any]) -> dict[str, Any]:
     """The review options of a sample that says ``# update by: <user>``: that user's UPDATE of the last
     setup document of the judged one's kind and name; none for a CREATE."""
     found = re.search(r"^# update by: (\S+)$", text, re.MULTILINE)

@@ -53,6 +53,15 @@ def test_the_charts_webhooks_register_exactly_the_registrys_kinds():
         ("", "v1", "bindings", "CREATE"), ("", "v1", "pods/binding", "CREATE")}
 
 
+def test_the_break_glass_commands_find_their_webhooks_by_index():
+    """docs/operators.md's break glass patches /webhooks/0/ (validation) and /webhooks/1/ (bindings) of
+    the validating configuration: a webhook added later goes after them (nodes.vgate.io once shifted
+    the binding webhook, and the e2e break-glass test failed)."""
+    [configuration] = [d for d in render(trusted({})) if d["kind"] == "ValidatingWebhookConfiguration"]
+    assert [hook["name"] for hook in configuration["webhooks"]] == ["validate.vgate.io", "bind.vgate.io",
+                                                                   "nodes.vgate.io"]
+
+
 def test_the_binding_webhook_fails_closed_and_needs_the_cluster_state():
     [configuration] = [d for d in render(trusted({})) if d["kind"] == "ValidatingWebhookConfiguration"]
     [hook] = [h for h in configuration["webhooks"] if h["name"] == "bind.vgate.io"]
