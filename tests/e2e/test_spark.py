@@ -33,6 +33,7 @@ from e2e.waiting import eventually
 
 from helpers import CORPUS
 from test_admission import TRAINING, unique
+from test_admission import pod as ordinary_pod
 
 SPARK_HOME = Path(importlib.util.find_spec("pyspark").origin or "").parent  # type: ignore[union-attr]
 IMAGE = "registry.example.com/spark@sha256:" + "9f86d081" * 8
@@ -175,6 +176,36 @@ def test_client_mode_executors_of_a_sensitive_driver_are_judged_as_sensitive(kub
     assert labelled["inherited"] == SENSITIVE
     assert process.poll() is None or process.returncode != 0
     assert not pods_of(kube, name)
+
+
+def owned_by(kube: Kube, name: str, owners: list[str], **labels: str) -> dict[str, Any]:
+    """A pod as Spark makes an executor (unpinned, no classification of its own unless ``labels``),
+    owned by the pods named, in that order."""
+    references = []
+    for owner in owners:
+        uid = ((kube.get("pod", owner, TRAINING) or {}).get("metadata") or {}).get("uid") or "0" * 8
+        references.append({"apiVersion": "v1", "kind": "Pod", "name": owner, "uid": uid})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "labels": {"spark-role": "executor", **labels}, "ownerReferences": references},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "spark-kubernetes-executor", "image": IMAGE}]}}
+
+
+def test_an_executor_is_its_drivers_whatever_its_owners_order_its_own_labels_or_the_watch_say(kube: Kube) -> None:
+    """Issue 34's owner bypasses, each admitted before: owners [an ordinary pod, the sensitive driver]
+    inherited nothing; an executor labelled public (or egress allow) kept its label; an executor of a
+    driver vgate has not seen was judged as an ordinary pod. Now: refused as sensitive and unpinned,
+    refused as contradicting its driver, refused per server.failureMode (deny)."""
+    driver = driver_pod(kube, unique("owners-driver"))
+    ordinary = unique("owners-ordinary")
+    assert kube.create(ordinary_pod(ordinary), namespace=TRAINING).ok
+    assert eventually(lambda: kube.get("pod", ordinary, TRAINING))
+    second = kube.create(owned_by(kube, unique("exec-second"), [ordinary, driver]), namespace=TRAINING)
+    assert not second.ok and "[placement-single-zone]" in second.stderr, second.stderr
+    for label in ({"vgate.io/data-classification": "public"}, {"vgate.io/egress": "allow"}):
+        contrary = kube.create(owned_by(kube, unique("exec-contrary"), [driver], **label), namespace=TRAINING)
+        assert not contrary.ok and "where its owner pod carries" in contrary.stderr, contrary.stderr
+    unseen = kube.create(owned_by(kube, unique("exec-unseen"), [unique("no-such-driver")]), namespace=TRAINING)
+    assert not unseen.ok and "is not in vgate's cluster state" in unseen.stderr, unseen.stderr
 
 
 def test_client_mode_pinned_executors_are_stored_labelled_with_their_drivers_classification(

@@ -4,7 +4,10 @@
 assembles from (``pod_templates``, ``spark``, ``bindings``, ``mutators``) knows one kind from another.
 
 - A **Pod** is judged as sent, with the classification labels a Spark executor takes from its
-  driver (``spark.inherited_labels``, the driver found through the cluster view) as its own.
+  driver (every owner pod, found through the cluster view) as its own. Its own label that would
+  weaken the driver's (``public`` where the driver is ``sensitive``, egress ``allow`` where it is
+  ``deny``) is refused, not overridden; an owner the view does not hold yet is answered per
+  server.failureMode, never judged as ordinary.
 - A **Volcano Job** is judged as sent; its pod specs are its tasks' templates, and it may have at
   most ``server.maxTasksPerJob`` tasks.
 - A **PodGroup** is judged as sent; it has no pods.
@@ -30,7 +33,7 @@ from .admission import AdmissionRequest
 from .bindings import binding_context, bound, judged_binding, record_binding
 from .config import Config
 from .contract import EngineInput
-from .errors import SparkSpecError
+from .errors import EvaluationError, SparkSpecError
 from .kind_handler import (
     ClusterView,
     Judged,
@@ -41,7 +44,7 @@ from .kind_handler import (
     namespace_context,
 )
 from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
-from .spark import driver_of, executor_instances, inherited_labels, role_pod_specs, spark_pods
+from .spark import executor_instances, owner_pods, owners_classification, role_pod_specs, spark_pods
 from .workloads import labels_of, task_templates
 
 
@@ -54,22 +57,38 @@ def _no_pods(obj: Mapping[str, Any]) -> PodSpecs:
 
 
 def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -> KindContext:
-    """Its namespace's queue and, for a Spark executor whose driver the view holds, the driver's
-    classification labels (the sensitive label, the egress label) the executor lacks."""
+    """Its namespace's queue and, for a pod owned by pods (a Spark executor and its driver), their
+    classification labels (the sensitive label, the egress label): those it lacks, to inherit, and
+    those it contradicts; or the owner the view does not hold."""
     context = namespace_context(request, view, config)
     if request.operation != "CREATE" or request.object is None:
         return context
-    driver = driver_of(request.object)
-    found = view.pod(request.namespace, driver) if driver else None
-    if found is None:
-        return context
-    keys = (config.placement.sensitive_label.key, config.placement.egress_deny_label.key)
-    labels = inherited_labels(labels_of(request.object), labels_of(found), keys)
-    return dataclasses.replace(context, inherited=labels) if labels else context
+    owners = []
+    for name in owner_pods(request.object):
+        found = view.pod(request.namespace, name)
+        if found is None:
+            return dataclasses.replace(context, unknown_owner=name)
+        owners.append(labels_of(found))
+    sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
+    restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
+    theirs = owners_classification(owners, restricting)
+    own = labels_of(request.object)
+    contrary = tuple(f"{key}={own[key]} where its owner pod carries {key}={value}" for key, value in theirs.items()
+                     if key in own and own[key] != value and value == restricting[key])
+    inherited = {key: value for key, value in theirs.items() if key not in own}
+    return dataclasses.replace(context, inherited=inherited or None, contrary=contrary)
 
 
 def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
-    """The pod as sent, carrying the labels it inherits."""
+    """The pod as sent, carrying the labels it inherits; EvaluationError when an owner is not known
+    yet, SparkSpecError when its own labels contradict its owner's classification."""
+    if context.unknown_owner:
+        raise EvaluationError(f"cannot judge this pod yet: its owner pod {request.namespace}/"
+                              f"{context.unknown_owner} is not in vgate's cluster state (created moments ago, "
+                              "or cluster.watch is off), and a pod is judged with its owner's classification")
+    if context.contrary:
+        raise SparkSpecError("a pod has the classification of the pod that owns it (a Spark executor its "
+                             f"driver's): it carries {'; '.join(context.contrary)}")
     if not context.inherited:
         return as_submitted(request, config, context)
     review = orjson.loads(request.raw)

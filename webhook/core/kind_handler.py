@@ -69,6 +69,8 @@ class KindContext:
     namespace_queue: str | None = None  # the namespace's Volcano queue annotation
     binding: Mapping[str, Any] | str | None = None  # a binding's pod, node and PodGroup; or why not known
     inherited: Mapping[str, str] | None = None  # labels a Spark executor takes from its driver
+    contrary: tuple[str, ...] = ()  # its own labels that would weaken its driver's classification
+    unknown_owner: str | None = None  # an owner pod the view does not hold (yet)
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,16 @@ Spark wants. The overhead, when not given, is ``memoryOverheadFactor`` (0.10 for
 applications, 0.40 for Python and R) of the memory, at least 384 MiB, as Spark computes it.
 
 Spark's own pods: an executor (``spark-role: executor``) carries only what its configuration
-gives it; its driver is its owner (an ownerReference to the driver pod, ``driver_of``). The
-driver's classification labels (the sensitive label and the egress label, which the gateway names)
-are its executors' too (``inherited_labels``), so an executor of a sensitive driver is judged, and
-labelled by /mutate, as sensitive.
+gives it; its driver is an owner (an ownerReference to the driver pod, among any others:
+``owner_pods``). The owners' classification labels (the sensitive label and the egress label, which
+the gateway names; a restricting value wins, ``owners_classification``) are the executor's too, so an
+executor of a sensitive driver is judged, and labelled by /mutate, as sensitive (core/handlers.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import SparkSpecError
@@ -151,16 +151,21 @@ def executor_instances(obj: Mapping[str, Any], kind: str) -> int:
     return max([count for count in counts if isinstance(count, int) and not isinstance(count, bool)] or [1])
 
 
-def driver_of(pod: Mapping[str, Any]) -> str | None:
-    """The driver pod an executor belongs to (its owner), or None for a pod that is no Spark executor."""
+def owner_pods(pod: Mapping[str, Any]) -> list[str]:
+    """Every pod that owns ``pod``: a Spark executor's driver, wherever it stands among the owners
+    (Spark appends its driver to the owners a pod template already names), with or without the
+    executor's spark-role label (a template may drop it)."""
     metadata = pod.get("metadata")
-    if not isinstance(metadata, dict) or (metadata.get("labels") or {}).get(SPARK_ROLE) != "executor":
-        return None
-    owners = [o for o in metadata.get("ownerReferences") or [] if isinstance(o, dict) and o.get("kind") == "Pod"]
-    return str(owners[0].get("name")) if owners else None
+    owners = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
+    return [str(o["name"]) for o in owners or [] if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name")]
 
 
-def inherited_labels(executor_labels: Mapping[str, str], driver_labels: Mapping[str, str],
-                     keys: tuple[str, ...]) -> dict[str, str]:
-    """The classification labels (``keys``) the executor lacks and its driver carries."""
-    return {key: driver_labels[key] for key in keys if key in driver_labels and key not in executor_labels}
+def owners_classification(owners: Sequence[Mapping[str, str]], classification: Mapping[str, str]) -> dict[str, str]:
+    """The classification labels (``classification``: key -> the value that restricts) the owners
+    carry together: a restricting value wherever one owner carries it, else the first owner's."""
+    found: dict[str, str] = {}
+    for labels in owners:
+        for key, restricting in classification.items():
+            if key in labels and (key not in found or labels[key] == restricting):
+                found[key] = labels[key]
+    return found

@@ -222,3 +222,73 @@ def test_vgate_eval_judges_every_operator_example_without_error():
     assert len(verdicts) == len(applications) == len(EXAMPLES) - 1 and not [v for v in verdicts if v["error"]]
     volcano = next(v for v in verdicts if v["source"].startswith(str(EXAMPLES[0].parent / "spark-pi-volcano.yaml")))
     assert volcano["allowed"], volcano["violations"]
+
+
+class Pods:
+    """A cluster view holding the given pods (ClusterView: what the gateway's cluster state answers)."""
+
+    def __init__(self, *pods: dict[str, Any]) -> None:
+        self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+
+    def namespace_queue(self, namespace: str) -> str | None:
+        return None
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.get((namespace, name))
+
+    def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> str:
+        return "not here"
+
+    def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
+        return None
+
+
+SENSITIVE_DRIVER = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+    "name": "etl-driver", "namespace": "ml-training", "labels": {"spark-role": "driver", **SENSITIVE}}}
+INNOCENT = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "innocent", "namespace": "ml-training"}}
+
+
+def judged_among(pod: dict[str, Any], view: Any, config_text: str = "") -> Any:
+    """``pod`` judged by the server's path: its context from the view, by its registry entry."""
+    from webhook.core.kinds import context_of
+    from webhook.files.config_file import load_config, parse_config
+    from webhook.policy.regorus_engine import RegorusEngine
+    from webhook.policy.sources import load_policy_set
+
+    from helpers import POLICIES
+
+    config = parse_config(config_text) if config_text else load_config()
+    request = decode_review(orjson.dumps(review(pod)), 100)
+    engine = RegorusEngine(load_policy_set(POLICIES), config.document)
+    return validate(request, engine, config, (), NOW, context=context_of(request, view, config))
+
+
+def test_every_pod_owner_counts_not_only_the_first():
+    """Spark appends its driver to a template's own owners: [innocent, driver] inherited nothing."""
+    owned = executor()
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "innocent", "uid": "i"},
+                                            {"apiVersion": "v1", "kind": "Pod", "name": "etl-driver", "uid": "u"}]
+    refused = judged_among(owned, Pods(INNOCENT, SENSITIVE_DRIVER)).decision
+    assert not refused.allowed and "[placement-single-zone]" in refused.message
+    del owned["metadata"]["labels"]["spark-role"]  # a template that drops the role is still owned
+    assert not judged_among(owned, Pods(INNOCENT, SENSITIVE_DRIVER)).decision.allowed
+
+
+@pytest.mark.parametrize("label", [{"vgate.io/data-classification": "public"}, {"vgate.io/egress": "allow"}],
+                         ids=["public", "egress-allow"])
+def test_an_executor_contradicting_its_drivers_classification_is_refused_not_overridden(label):
+    result = judged_among(executor(label), Pods(SENSITIVE_DRIVER))
+    assert not result.decision.allowed and result.decision.audit_annotations == {"refused": "spark-spec"}
+    key, value = next(iter(label.items()))
+    assert f"it carries {key}={value} where its owner pod carries {key}=" in result.decision.message
+
+
+def test_an_executor_whose_driver_is_not_known_yet_follows_the_failure_mode():
+    """It was admitted as an ordinary pod (fail-open); now refused under failureMode deny, with the
+    reason, and admitted with a warning under allow."""
+    result = judged_among(executor(), Pods())
+    assert not result.decision.allowed and result.decision.code == 500
+    assert "its owner pod ml-training/etl-driver is not in vgate's cluster state" in result.decision.message
+    allowed = judged_among(executor(), Pods(), "server: {failureMode: allow}\n")
+    assert allowed.decision.allowed and "not in vgate's cluster state" in allowed.decision.warnings[0]
+    assert judged_among(executor(), Pods(SENSITIVE_DRIVER)).error is None  # known: judged
