@@ -1,11 +1,12 @@
-"""Whether a namespace glob matches every namespace there can be.
+"""Whether namespace globs, together, match every namespace there can be.
 
 Refusing the literal ``*`` is not enough: ``?*``, ``*?``, ``[a-z0-9]*`` or ``[!-]*`` match every
 namespace name too, because names are RFC 1123 labels (``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most
-63 characters). So a glob is judged by what it can match, not by how it is spelled: the glob
-(shell syntax, as ``fnmatch`` reads it: ``*``, ``?``, ``[...]``, ``[!...]``) is run as a
-nondeterministic automaton beside the label grammar's, over every name length from 1 to 63, and
-it matches every namespace unless some valid name reaches an end the glob does not accept.
+63 characters); and ``[a-m]*``, ``[n-z]*``, ``[0-9]*`` do together what none does alone. So globs are
+judged by what they can match, not by how they are spelled: each glob (shell syntax, as ``fnmatch``
+reads it: ``*``, ``?``, ``[...]``, ``[!...]``) is run as a nondeterministic automaton beside the label
+grammar's and beside each other, over every name length from 1 to 63, and they match every
+namespace unless some valid name reaches an end none of them accepts.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ Token = tuple[str, Callable[[str], bool]]  # ("*", any) or ("1", one character t
 _LABEL = {(0, True): 1, (1, True): 1, (1, False): 2, (2, True): 1, (2, False): 2}
 
 
-def matches_every_namespace(pattern: str) -> bool:
-    """True if ``pattern`` matches every valid namespace name (so excepting it is cluster-wide)."""
-    tokens = _tokens(pattern)
-    frontier = {(0, _closure(tokens, {0}))}
+def matches_every_namespace(*patterns: str) -> bool:
+    """True if ``patterns`` together match every valid namespace name (so excepting them is cluster-wide)."""
+    globs = [_tokens(pattern) for pattern in patterns]
+    if not globs:
+        return False
+    frontier = {(0, tuple(_closure(tokens, {0}) for tokens in globs))}
     for _ in range(_MAX_LENGTH):
         following = set()
         for label, states in frontier:
@@ -32,9 +35,10 @@ def matches_every_namespace(pattern: str) -> bool:
                 after = _LABEL.get((label, char != "-"))
                 if after is None:
                     continue
-                moved = _closure(tokens, _step(tokens, states, char))
-                if after == 1 and len(tokens) not in moved:
-                    return False  # a valid name the glob does not match
+                moved = tuple(_closure(tokens, _step(tokens, each, char))
+                              for tokens, each in zip(globs, states, strict=True))
+                if after == 1 and not any(len(tokens) in each for tokens, each in zip(globs, moved, strict=True)):
+                    return False  # a valid name no glob matches
                 following.add((after, moved))
         frontier = following
     return True

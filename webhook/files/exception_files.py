@@ -48,7 +48,27 @@ def load_exceptions(directory: str | Path, rules: ExceptionRules) -> tuple[list[
             exceptions += _parse_file(path, rules)
         except SourceError as error:
             errors.append(error)
-    return exceptions, errors
+    if rules.allow_cluster_wide:
+        return exceptions, errors
+    together = _cluster_wide_together(exceptions)
+    errors += [SourceError(e.source, None, f"{e.name}: {together[e.name]}") for e in exceptions if e.name in together]
+    return [e for e in exceptions if e.name not in together], errors
+
+
+def _cluster_wide_together(exceptions: list[PolicyException]) -> dict[str, str]:
+    """The exceptions that, with others of the same rule, except it in every namespace, and why: each
+    is refused, as one exception of all their globs would be (none alone covered every namespace)."""
+    refused: dict[str, str] = {}
+    for rule in sorted({rule for exception in exceptions for rule in exception.rules}):
+        sharing = [e for e in exceptions if rule in e.rules and e.namespaces]
+        if len(sharing) > 1 and matches_every_namespace(*(glob for e in sharing for glob in e.namespaces)):
+            globs = ", ".join(glob for e in sharing for glob in e.namespaces)
+            names = ", ".join(e.name for e in sharing)
+            for exception in sharing:
+                refused.setdefault(exception.name, f"exceptions {names} together except rule {rule} in every "
+                                                   f"namespace ({globs}); name the namespaces, or set "
+                                                   "exceptions.allowClusterWide")
+    return refused
 
 
 def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
@@ -76,9 +96,9 @@ def _parse_file(path: Path, rules: ExceptionRules) -> list[PolicyException]:
                               f"{rules.max_lifetime_days} days away (exceptions.maxLifetimeDays): exceptions are "
                               "time-boxed; renew it closer to its end")
         match: dict[str, Any] = spec["match"]
-        everywhere = [glob for glob in match["namespaces"] if matches_every_namespace(glob)]
-        if everywhere and not rules.allow_cluster_wide:
-            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: {everywhere[0]} would "
+        if matches_every_namespace(*match["namespaces"]) and not rules.allow_cluster_wide:
+            globs = ", ".join(match["namespaces"])
+            raise SourceError(str(path), None, f"document {index}: spec/match/namespaces: {globs} would "
                               "except every namespace; name them, or set exceptions.allowClusterWide")
         parsed.append(PolicyException(
             name=document["metadata"]["name"], source=str(path), rules=frozenset(spec["rules"]),

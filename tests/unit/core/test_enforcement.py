@@ -152,6 +152,30 @@ def test_a_glob_that_matches_every_namespace_is_cluster_wide_however_it_is_spell
     assert [e.name for e in load_exceptions(tmp_path, RULES)[0]] == ["narrow"]
 
 
+SPLIT = ["[a-m]*", "[n-z]*", "[0-9]*"]
+
+
+def test_globs_that_together_match_every_namespace_are_cluster_wide(tmp_path):
+    """Bypass (issue 34): [a-m]*, [n-z]*, [0-9]* each cover part, together every namespace, in one
+    exception or in three of the same rule, without exceptions.allowClusterWide."""
+    assert matches_every_namespace(*SPLIT) and not any(matches_every_namespace(glob) for glob in SPLIT)
+    assert not matches_every_namespace("[a-m]*", "[n-z]*")  # a name starting with a digit escapes
+    (tmp_path / "split.yaml").write_text(yaml.safe_dump(exception("split", namespaces=SPLIT)))
+    exceptions, errors = load_exceptions(tmp_path, RULES)
+    assert exceptions == [] and "[a-m]*, [n-z]*, [0-9]* would except every namespace" in errors[0].reason
+    (tmp_path / "split.yaml").unlink()
+    for index, glob in enumerate(SPLIT):
+        (tmp_path / f"part-{index}.yaml").write_text(yaml.safe_dump(exception(f"part-{index}", namespaces=[glob])))
+    exceptions, errors = load_exceptions(tmp_path, RULES)
+    assert exceptions == [] and len(errors) == 3
+    assert "exceptions part-0, part-1, part-2 together except rule network-no-external in every namespace" in \
+        errors[0].reason
+    lenient = ExceptionRules(datetime.now(timezone.utc), allow_cluster_wide=True)
+    assert len(load_exceptions(tmp_path, lenient)[0]) == 3
+    (tmp_path / "part-2.yaml").unlink()  # two of the three: some namespaces are left, both stand
+    assert [e.name for e in load_exceptions(tmp_path, RULES)[0]] == ["part-0", "part-1"]
+
+
 def test_the_every_namespace_check_agrees_with_fnmatch_on_generated_names():
     rng = random.Random(7)
     alphabet = string.ascii_lowercase + string.digits
