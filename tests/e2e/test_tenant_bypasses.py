@@ -207,3 +207,23 @@ def test_an_update_moving_a_pod_group_to_a_foreign_queue_is_denied(tenant: Kube,
     moved = tenant.run("-n", TENANT, "patch", "podgroup", name, "--type=merge", "-p", '{"spec":{"queue":"training"}}')
     assert not moved.ok and "[scheduling-queue-allowed]" in moved.stderr, moved.stderr
     assert (kube.get("podgroup", name, TENANT) or {})["spec"]["queue"] == "default"
+
+
+@pytest.mark.parametrize("labels", [{"vgate.io/data-classification": "Sensitive"}, {"vgate.io/egress": "Deny"}],
+                         ids=["Sensitive", "Deny"])
+def test_a_near_miss_classification_is_refused_not_treated_as_ordinary(tenant: Kube, labels: dict[str, str]) -> None:
+    """Issue 34: a pod labelled `Sensitive` was admitted as an ordinary pod (no placement rule applied),
+    and a Deployment's template the same; both refused now, naming the value to write."""
+    bare = pod(unique("near-miss"))
+    bare["metadata"]["labels"].update(labels)
+    result = tenant.create(bare, namespace=TENANT)
+    assert not result.ok and "[placement-classification-exact]" in result.stderr, result.stderr
+    key, value = next(iter(labels.items()))
+    assert f'label {key}="{value}" is not' in result.stderr
+    template = pod(unique("near-miss-app"))
+    template["metadata"]["labels"].update(labels)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": template["metadata"]["name"]},
+                  "spec": {"selector": {"matchLabels": {"app": template["metadata"]["name"]}},
+                           "template": {"metadata": template["metadata"], "spec": template["spec"]}}}
+    refused = tenant.create(deployment, namespace=TENANT)
+    assert not refused.ok and "[placement-classification-exact]" in refused.stderr, refused.stderr
