@@ -143,6 +143,31 @@ def test_the_scheduler_places_a_sensitive_volcano_job_and_each_binding_is_judged
         assert evidence["workload"] == f"Job/{name}" and evidence["podGroup"].startswith(name)
 
 
+def test_a_job_labelled_sensitive_in_its_metadata_makes_sensitive_pods(kube: Kube) -> None:
+    """Issue 34: a Volcano Job marked sensitive only in its own metadata made pods without the label,
+    which bindings and the report took for ordinary pods. Now its pods carry it (from /mutate), their
+    bindings are judged and recorded as sensitive; a task that says public is refused."""
+    name = unique("job-labelled")
+    task = {"replicas": 1, "name": "worker", "template": {  # the egress label network-no-external asks of a task
+        "metadata": {"labels": {"app": name, "vgate.io/egress": "deny"}},
+        "spec": {k: v for k, v in sensitive_pod(name, "zone-a")["spec"].items()} | {"restartPolicy": "Never"}}}
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {
+        "name": name, "labels": {"vgate.io/data-classification": "sensitive"}},
+           "spec": {"minAvailable": 1, "schedulerName": "volcano", "tasks": [task]}}
+    result = kube.create(job, namespace=TRAINING)
+    assert result.ok, result.stderr
+    [made] = eventually(lambda: [p for p in kube.list("pods", TRAINING, f"app={name}") if p["spec"].get("nodeName")],
+                        timeout=60)
+    assert {k: made["metadata"]["labels"].get(k) for k in SENSITIVE} == SENSITIVE
+    [record] = eventually(lambda: [r for r in binding_records(made["metadata"]["name"]) if r["allowed"]])
+    assert record["binding"]["sensitive"] is True and record["binding"]["zone"] == "zone-a"
+    contrary = {**job, "metadata": {**job["metadata"], "name": unique("job-split")}}
+    contrary["spec"] = {**job["spec"], "tasks": [{**task, "template": {
+        **task["template"], "metadata": {"labels": {"app": name, "vgate.io/data-classification": "public"}}}}]}
+    refused = kube.create(contrary, namespace=TRAINING)
+    assert not refused.ok and "[placement-classification-unit]" in refused.stderr, refused.stderr
+
+
 def test_a_node_of_another_tenant_is_refused_and_the_scheduler_places_the_pod_elsewhere(
         kube: Kube, nodes: list[str]) -> None:
     """zone-c's only node is serving's (a PreferNoSchedule taint, which the scheduler may ignore):

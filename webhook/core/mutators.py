@@ -31,7 +31,8 @@ def _job_fields(job: dict[str, Any]) -> list[FieldPath]:
         template = task.get("template") if isinstance(task, dict) else None
         if isinstance(template, dict):
             prefix: FieldPath = ("spec", "tasks", index, "template")
-            fields += [(*prefix, "metadata", "annotations"), *_resource_fields((*prefix, "spec"), template.get("spec"))]
+            fields += [(*prefix, "metadata", "annotations"), (*prefix, "metadata", "labels"),
+                       *_resource_fields((*prefix, "spec"), template.get("spec"))]
     return fields
 
 
@@ -90,7 +91,25 @@ def _mutate_job(job: dict[str, Any], namespace: str, config: Config,
     warnings: list[str] = []
     classes = [_inject_qos(template, {**job_request, **annotations_of(template)}, queue, config, warnings,
                            f"task[{index}]") for index, template in enumerate(task_templates(job))]
+    _classify_tasks(job, config)
     return Mutation(queue=queue, queue_source=source, qos_classes=classes, warnings=warnings)
+
+
+def _classify_tasks(job: dict[str, Any], config: Config) -> None:
+    """A Job labelled sensitive (or deny-egress) in its own metadata gives each task's pods the label
+    they lack, so its pods are sensitive to bindings, the NetworkPolicy and the report alike (a
+    task's own contrary label is left for /validate to refuse)."""
+    classification = {label.key: label.value for label in (config.placement.sensitive_label,
+                                                           config.placement.egress_deny_label)
+                      if labels_of(job).get(label.key) == label.value}
+    if not classification:
+        return
+    for template in task_templates(job):
+        metadata = template.setdefault("metadata", {})
+        if not isinstance(metadata.get("labels"), dict):
+            metadata["labels"] = {}
+        for key, value in classification.items():
+            metadata["labels"].setdefault(key, value)
 
 
 def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
