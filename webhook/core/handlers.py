@@ -23,7 +23,7 @@ assembles from (``pod_templates``, ``spark``, ``bindings``, ``mutators``) knows 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -110,7 +110,7 @@ def _task_count(job: Mapping[str, Any], config: Config) -> str | None:
     return f"it has {count} tasks; the gateway judges at most {most} (server.maxTasksPerJob)" if count > most else None
 
 
-def _spark_pod_specs(kind: str) -> Any:
+def _spark_pod_specs(kind: str) -> Callable[[Mapping[str, Any]], PodSpecs]:
     def pod_specs(obj: Mapping[str, Any]) -> PodSpecs:
         return list(role_pod_specs(obj, kind))
     return pod_specs

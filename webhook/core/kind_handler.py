@@ -73,6 +73,9 @@ class KindContext:
     unknown_owner: str | None = None  # an owner pod the view does not hold (yet)
 
 
+NO_CONTEXT = KindContext()  # what a request reads of the cluster when nothing was read
+
+
 @dataclass(frozen=True)
 class Judged:
     """One thing the engine evaluates for a request: the title its messages get, the object whose

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from .admission import AdmissionRequest
 from .config import Config
-from .kind_handler import KindContext
+from .kind_handler import NO_CONTEXT, KindContext
 from .kinds import entry_of
 from .patching import Mutation, patch_for
 from .size_limits import oversize
 from .workloads import is_exempt
-
-NO_CONTEXT = KindContext()
 
 
 def mutate(request: AdmissionRequest, config: Config, context: KindContext = NO_CONTEXT) -> Mutation:

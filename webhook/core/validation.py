@@ -17,14 +17,12 @@ from .config import Config
 from .contract import PolicyEngine, PolicyResult
 from .enforcement import Outcome, enforce
 from .errors import EvaluationError, SparkSpecError
-from .kind_handler import KindContext
+from .kind_handler import NO_CONTEXT, KindContext
 from .kinds import HANDLED_KINDS, entry_of
 from .pod_templates import named_for
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
 from .workloads import is_exempt, labels_of
-
-NO_CONTEXT = KindContext()
 
 
 @dataclass
