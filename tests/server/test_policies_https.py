@@ -14,7 +14,7 @@ from policy.test_policies import SAMPLES
 
 from webhook.offline.admit import admit
 from webhook.offline.chain.model import Cluster
-from webhook.offline.policy_tests import also_denied_by
+from webhook.offline.policy_tests import also_denied_by, as_update
 
 from helpers import POLICIES, VGATE, review
 
@@ -36,8 +36,10 @@ def eval_verdicts() -> dict[str, list[dict]]:
 def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config, engine, eval_verdicts,
                                                                   sample: Path):
     """As the API server delivers them (defaults, built-in plugins) to a real server over HTTPS."""
-    if "\n# update by: " in "\n" + sample.read_text():
-        updated_alike(server, config, engine, sample)  # vgate eval judges no UPDATE of a Node it is given
+    *setup, last = [m for m in yaml.safe_load_all(sample.read_text()) if m]
+    updating = as_update(sample.read_text(), setup, last)
+    if updating:  # vgate eval judges no UPDATE of a Node it is given: offline and over HTTPS alike
+        updated_alike(server, config, engine, sample, last, updating)
         return
     from_eval = eval_verdicts[str(sample)]
     cluster = Cluster.build(config)
@@ -72,13 +74,9 @@ def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config,
             assert verdict["allowed"] is True and "denied-rules" not in verdict["auditAnnotations"]
 
 
-def updated_alike(server, config, engine, sample: Path) -> None:
+def updated_alike(server, config, engine, sample: Path, judged: dict, options: dict) -> None:
     """A sample judged as a user's UPDATE (``# update by:``): offline as `vgate test` judges it, and
     over HTTPS, alike."""
-    from webhook.offline.policy_tests import as_update
-
-    *setup, judged = [m for m in yaml.safe_load_all(sample.read_text()) if m]
-    options = as_update(sample.read_text(), setup, judged)
     offline = admit(judged, config, engine, cluster=Cluster.build(config), **options)
     verdict = server.post("/validate", review(judged, **options)).json()["response"]
     assert verdict["allowed"] is offline.validation.decision.allowed is sample.name.startswith("allowed")

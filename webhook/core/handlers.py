@@ -61,10 +61,12 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
     classification labels (the sensitive label, the egress label): those it lacks, to inherit, and
     those it contradicts; or the owner the view does not hold."""
     context = namespace_context(request, view, config)
-    if request.operation != "CREATE" or request.object is None:
+    pod = request.object
+    names = owner_pods(pod) if request.operation == "CREATE" and pod is not None else []
+    if pod is None or not names:  # most pods: nothing to inherit, nothing more to read
         return context
     owners = []
-    for name in owner_pods(request.object):
+    for name in names:
         found = view.pod(request.namespace, name)
         if found is None:
             return dataclasses.replace(context, unknown_owner=name)
@@ -72,7 +74,7 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
     sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
     restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
     theirs = owners_classification(owners, restricting)
-    own = labels_of(request.object)
+    own = labels_of(pod)
     contrary = tuple(f"{key}={own[key]} where its owner pod carries {key}={value}" for key, value in theirs.items()
                      if key in own and own[key] != value and value == restricting[key])
     inherited = {key: value for key, value in theirs.items() if key not in own}
