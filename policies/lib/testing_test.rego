@@ -45,6 +45,19 @@ config := {
 			"kata-qemu-snp",
 			"kata-qemu-tdx",
 		],
+		"egress": {
+			"allowedPeers": [
+				{
+					"namespace": "kube-system",
+					"podSelector": {
+						"matchLabels": {
+							"k8s-app": "kube-dns",
+						},
+					},
+				},
+			],
+			"internalCIDRs": [],
+		},
 		"egressDenyLabel": {
 			"key": "vgate.io/egress",
 			"value": "deny",

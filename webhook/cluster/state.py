@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.bindings import GROUP_ANNOTATION
+from ..core.egress import NetworkObjects
 from ..core.queues import QUEUE_ANNOTATION, annotated_queue
+from ..core.workloads import labels_of
 from .api import ApiServer
 from .informer import Informer, Watched
 
@@ -88,6 +90,10 @@ def _priority_class(obj: dict[str, Any]) -> dict[str, Any]:
     return _object(obj, _metadata(obj), **{key: obj[key] for key in ("value", "globalDefault") if key in obj})
 
 
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
 def _pod_group_of(pod: dict[str, Any]) -> str | None:
     return (pod["metadata"].get("annotations") or {}).get(GROUP_ANNOTATION)
 
@@ -103,6 +109,12 @@ PRIORITY_CLASSES = Watched("scheduling.k8s.io/v1", "PriorityClass", "/apis/sched
 PODS = Watched("v1", "Pod", "/api/v1/pods", True, _pod, in_inventory=False, index=_pod_group_of)
 POD_GROUPS = Watched("scheduling.volcano.sh/v1beta1", "PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups",
                      True, _with_spec(("minMember", "queue", "priorityClassName")), in_inventory=False)
+# Effective egress (core/egress.py): a policy's selector, types and egress rules; a Service's type,
+# selector and external addresses (whether it exposes the pods it selects outside the cluster).
+NETWORK_POLICIES = Watched("networking.k8s.io/v1", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies",
+                           True, _with_spec(("podSelector", "policyTypes", "egress")), in_inventory=False)
+SERVICES = Watched("v1", "Service", "/api/v1/services", True, _with_spec(("type", "selector", "externalIPs")),
+                   in_inventory=False)
 Store = Mapping[tuple[str, str], dict[str, Any]]  # (namespace, name) -> the object kept
 
 
@@ -117,7 +129,9 @@ def shaped_inventory(stores: Iterable[tuple[Watched, Store]]) -> dict[str, Any]:
     return shaped
 
 
-KINDS = {watched.kind: watched for watched in (NAMESPACES, NODES, QUEUES, PRIORITY_CLASSES, PODS, POD_GROUPS)}
+KINDS = {watched.kind: watched for watched in (NAMESPACES, NODES, QUEUES, PRIORITY_CLASSES, PODS, POD_GROUPS,
+                                               NETWORK_POLICIES, SERVICES)}
+NETWORK_KINDS = ("NetworkPolicy", "Namespace", "Pod", "Service")  # what effective egress is computed from
 RECENT_BIND_SECONDS = 300.0  # how long a binding this worker allowed counts before the pod watch shows it
 
 
@@ -134,6 +148,7 @@ class ClusterState:
                           for watched in kinds}
         self._shaped: tuple[int, dict[str, Any]] = (-1, {})
         self._bound: dict[tuple[str, str], tuple[str, float]] = {}  # bindings this worker allowed, not yet watched
+        self._network: NetworkObjects | None = None  # what effective egress reads, at its version
 
     @classmethod
     def of_objects(cls, objects: Iterable[dict[str, Any]]) -> ClusterState:
@@ -218,6 +233,21 @@ class ClusterState:
         return [{"pod": name, "node": node,
                  "zone": ((self._get("Node", "", node) or {}).get("metadata", {}).get("labels") or {}).get(zone_label)}
                 for name, node in placed.items()]
+
+    def network(self) -> NetworkObjects | str | None:
+        """NetworkPolicies, Namespaces' labels, Pods and Services as held now (their version: the
+        informers' change counts); or why they cannot be told yet (a kind not listed: never "confined")."""
+        missing = [kind for kind in NETWORK_KINDS if kind not in self.informers
+                   or not self.informers[kind].synced.is_set()]
+        if missing:
+            return f"the cluster state has not been listed yet: {', '.join(missing)}"
+        stores = [self.informers[kind].store for kind in NETWORK_KINDS]
+        version = tuple(self.informers[kind].changes for kind in NETWORK_KINDS)
+        if self._network is None or self._network.version != version:
+            policies, namespaces, pods, services = (list(store.values()) for store in stores)
+            self._network = NetworkObjects(version, policies, {_name(n): labels_of(n) for n in namespaces}, pods,
+                                           services)
+        return self._network
 
     def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
         """A binding this worker allowed: its PodGroup's next member sees it before the pod watch does."""

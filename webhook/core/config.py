@@ -159,6 +159,15 @@ class PlacementSettings:
     encrypted_node_labels: tuple[str, ...]
     confidential_runtime_classes: tuple[str, ...]
     egress_deny_label: Label
+    egress: EgressSettings
+
+
+@dataclass(frozen=True)
+class EgressSettings:
+    """``placement.egress``: what counts as inside for a sensitive pod's effective egress."""
+
+    internal_cidrs: tuple[str, ...]  # addresses inside the cluster's boundary; every other is outside
+    allowed_peers: tuple[tuple[str, Mapping[str, Any]], ...]  # (namespace, podSelector): reachable, not followed
 
 
 @dataclass(frozen=True)
@@ -257,7 +266,10 @@ class Config:
         sensitive, egress = section["sensitiveLabel"], section["egressDenyLabel"]
         return PlacementSettings(Label(sensitive["key"], sensitive["value"]), section["zoneLabel"],
                                  tuple(section["encryptedNodeLabels"]), tuple(section["confidentialRuntimeClasses"]),
-                                 Label(egress["key"], egress["value"]))
+                                 Label(egress["key"], egress["value"]),
+                                 EgressSettings(tuple(section["egress"]["internalCIDRs"]),
+                                                tuple((peer["namespace"], peer["podSelector"])
+                                                      for peer in section["egress"]["allowedPeers"])))
 
     @cached_property
     def priority_values(self) -> dict[str, int]:

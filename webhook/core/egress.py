@@ -52,6 +52,18 @@ class Egress:
     policies: tuple[str, ...] = ()  # namespace/name of every policy selecting the pod for egress
 
 
+@dataclass(frozen=True)
+class NetworkObjects:
+    """What effective egress is computed from, as a cluster view holds it at one ``version``: the
+    NetworkPolicies, each Namespace's labels, the Pods and the Services."""
+
+    version: tuple[int, ...]
+    policies: Sequence[Mapping[str, Any]]
+    namespaces: Mapping[str, Mapping[str, str]]
+    pods: Sequence[Mapping[str, Any]]
+    services: Sequence[Mapping[str, Any]]
+
+
 PeerKey = tuple[str, bytes]  # a pod peer: its policy's namespace and the peer as canonical JSON
 
 
@@ -93,6 +105,10 @@ class Cluster:
                 by_selector.setdefault(_canonical(selector), (selector, []))[1].append(policy)
         for pod in self.pods:  # each label set of a namespace, named by its first pod
             self._classes.setdefault(_namespace(pod), {}).setdefault(_label_set(pod), _name(pod))
+
+    def holds(self, pod_class: PodClass) -> bool:
+        """Whether pods of this class are among the cluster's (a new pod of a class held changes nothing)."""
+        return pod_class[1] in self._classes.get(pod_class[0], {})
 
     def rules_of(self, pod_class: PodClass) -> _Rules:
         """What the egress policies selecting ``pod_class`` allow (one computation per set of policies)."""

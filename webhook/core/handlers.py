@@ -18,6 +18,8 @@ assembles from (``pod_templates``, ``spark``, ``bindings``, ``mutators``) knows 
   and its placement recorded.
 - The pod subresources (``pods/ephemeralcontainers``, ``pods/resize``) are judged as sent.
 - A **Node** UPDATE is judged as sent: who changes its zone, encryption labels or tenant taint.
+- A **NetworkPolicy**, a **Namespace**'s labels, a **Service** or an **Ingress** is judged as sent,
+  with what it does to sensitive pods' effective egress and exposure (``egress_judge``).
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ POD_GROUP = KindHandler(_no_pods, as_submitted, mutator=mutators.POD_GROUP)
 POD_SUBRESOURCE = KindHandler(_own_spec, as_submitted)  # pods/ephemeralcontainers, pods/resize: judged as sent
 BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound)
 NODE = KindHandler(_no_pods, as_submitted)  # a node's labels and taints, judged as the write changes them
+NETWORK = KindHandler(_no_pods, as_submitted)  # judged with what it does to sensitive pods' egress (input.egress)
 
 
 def pod_controller(template: Template) -> KindHandler:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from .admission import AdmissionRequest
 from .config import Config
 from .contract import EngineInput
+from .egress import NetworkObjects
 from .patching import Mutator
 
 PodSpecs = list[tuple[str, Any]]  # (where in the object, a pod spec there), as the kind's pods will carry it
@@ -42,6 +43,9 @@ class ClusterView(Protocol):
     def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
         """An allowed binding: the pod is on the node for the bindings that follow."""
 
+    def network(self) -> NetworkObjects | str | None:
+        """What effective egress is computed from; why it cannot be told yet; None: not watched."""
+
 
 class NoCluster:
     """The view without ``cluster.watch``: no queue annotations, no pods, and no binding can be judged."""
@@ -58,6 +62,9 @@ class NoCluster:
     def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
         return None
 
+    def network(self) -> NetworkObjects | str | None:
+        return None
+
 
 NO_CLUSTER = NoCluster()
 
@@ -71,6 +78,7 @@ class KindContext:
     inherited: Mapping[str, str] | None = None  # labels a Spark executor takes from its driver
     contrary: tuple[str, ...] = ()  # its own labels that would weaken its driver's classification
     unknown_owner: str | None = None  # an owner pod the view does not hold (yet)
+    network: NetworkObjects | str | None = None  # what effective egress reads; why not known; None: not watched
 
 
 NO_CONTEXT = KindContext()  # what a request reads of the cluster when nothing was read
@@ -84,6 +92,11 @@ class Judged:
     title: str
     obj: dict[str, Any]
     evaluated: EngineInput
+
+
+def with_input(judged: Judged, key: str, value: Any) -> Judged:
+    """``judged`` with ``input.<key>`` added: a fact the rules read beside the request."""
+    return Judged(judged.title, judged.obj, EngineInput.of({**judged.evaluated.document, key: value}))
 
 
 def namespace_context(request: AdmissionRequest, view: ClusterView, config: Config) -> KindContext:

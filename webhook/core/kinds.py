@@ -12,6 +12,7 @@ so a kind added here and not registered there fails a test instead of going unju
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -33,6 +34,10 @@ class Workload(str, Enum):
     BINDING = "Binding"
     SPARK_APPLICATION = "SparkApplication"
     NODE = "Node"
+    NETWORK_POLICY = "NetworkPolicy"
+    NAMESPACE = "Namespace"
+    SERVICE = "Service"
+    INGRESS = "Ingress"
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,8 @@ def _controller(group: str, kind: str, resource: str, *template: str) -> Admissi
 
 KINDS: tuple[AdmissionKind, ...] = (
     AdmissionKind("", "v1", "Pod", "pods", Workload.POD, handlers.POD,
-                  update_mutable=("image", "tolerations", "scheduling.volcano.sh/queue-name")),
+                  update_mutable=("image", "tolerations", "scheduling.volcano.sh/queue-name",
+                                  "vgate.io/data-classification")),
     AdmissionKind("batch.volcano.sh", "v1alpha1", "Job", "jobs", Workload.VOLCANO_JOB, handlers.VOLCANO_JOB,
                   update_mutable=("spec.queue",)),
     AdmissionKind("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", Workload.POD_GROUP, handlers.POD_GROUP,
@@ -97,6 +103,17 @@ KINDS: tuple[AdmissionKind, ...] = (
     # recorded. Its own webhook, whose matchConditions send only writes that change those facts.
     AdmissionKind("", "v1", "Node", "nodes", Workload.NODE, handlers.NODE, operations=("UPDATE",),
                   webhook="nodes.vgate.io"),
+    # What a sensitive pod can reach, and what can reach it from outside (core/egress_judge.py): a
+    # NetworkPolicy created, changed or deleted, a Namespace's labels (namespaceSelectors), a Service
+    # or an Ingress exposing pods. Their own webhook, whose matchConditions send only such writes.
+    AdmissionKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", Workload.NETWORK_POLICY,
+                  handlers.NETWORK, operations=("CREATE", "UPDATE", "DELETE"),
+                  webhook="network.vgate.io"),
+    AdmissionKind("", "v1", "Namespace", "namespaces", Workload.NAMESPACE, handlers.NETWORK, operations=("UPDATE",),
+                  webhook="network.vgate.io"),
+    AdmissionKind("", "v1", "Service", "services", Workload.SERVICE, handlers.NETWORK, webhook="network.vgate.io"),
+    AdmissionKind("networking.k8s.io", "v1", "Ingress", "ingresses", Workload.INGRESS, handlers.NETWORK,
+                  webhook="network.vgate.io"),
 )
 
 
@@ -136,7 +153,9 @@ def context_of(request: AdmissionRequest, view: ClusterView, config: Config) -> 
     """What the request's kind reads of the cluster (its handler's ``context``): the one computation
     the server (its watched state) and ``vgate eval`` (its model) both make."""
     entry = entry_of(request)
-    return entry.handler.context(request, view, config) if entry is not None else KindContext()
+    if entry is None:
+        return KindContext()
+    return dataclasses.replace(entry.handler.context(request, view, config), network=view.network())
 
 
 def classify(request: AdmissionRequest) -> Workload | None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
 from .contract import PolicyEngine, PolicyResult
+from .egress_judge import egress_facts
 from .enforcement import Outcome, enforce
 from .errors import EvaluationError, SparkSpecError
-from .kind_handler import NO_CONTEXT, KindContext
+from .kind_handler import NO_CONTEXT, KindContext, with_input
 from .kinds import HANDLED_KINDS, entry_of
 from .pod_templates import named_for
 from .policy_exceptions import PolicyException
@@ -36,6 +38,7 @@ class Validation:
     exempt: bool = False
     engine: str | None = None  # which engine answered, when one was asked
     fallback: str | None = None  # why the RVM did not, when the interpreter answered instead
+    egress: dict[str, Any] | None = None  # what the write does to sensitive pods' egress (``input.egress``)
 
     def rules(self, action: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.action == action]
@@ -82,6 +85,9 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         return Validation(Decision())  # scaling, labels, status: no new pods
     try:
         judged = handler.judged(request, config, context)
+        egress = egress_facts(request, [item.obj for item in judged], context.network, config.placement)
+        if egress is not None:  # judged once per request: with its first judged object
+            judged[0] = with_input(judged[0], "egress", egress)
         answers = [(item.title, engine.evaluate(item.evaluated)) for item in judged]
     except SparkSpecError as refusal:  # its pods cannot be told, or it runs more executors than judged
         return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} "
@@ -95,7 +101,7 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
                        labels=labels_of(judged[0].obj), now=now)
     return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answers[0][1].engine,
-                      fallback=answers[0][1].fallback)
+                      fallback=answers[0][1].fallback, egress=egress)
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import functools
+import ipaddress
 import json
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -106,6 +107,12 @@ def _check_cross_references(document: dict[str, Any], text: str, source: str) ->
             path = ["queues", "definitions", name, "priorityClass"]
             raise ConfigError(source, _line_of(text, path),
                               f"{'/'.join(path)}: priority class {klass!r} has no value in priorityClasses/values")
+    for index, cidr in enumerate(document["placement"]["egress"]["internalCIDRs"]):
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as exc:
+            path = ["placement", "egress", "internalCIDRs", index]
+            raise ConfigError(source, _line_of(text, path), f"placement/egress/internalCIDRs/{index}: {exc}") from exc
     burstable = document["qos"]["memory"]["burstable"]
     if parse_quantity(burstable["limit"]) < parse_quantity(burstable["request"]):
         path = ["qos", "memory", "burstable", "limit"]

@@ -45,9 +45,9 @@ def entry_module(rules: dict[str, set[str]]) -> str:
     """
     def gather(kind: str, chosen: dict[str, set[str]], name: str) -> list[str]:
         packages = [package for package, kinds in sorted(chosen.items()) if kind in kinds]
-        ids = ", ".join(f'"{package.rsplit(".", 1)[1].replace("_", "-")}"' for package in packages)
-        refs = [f"\t\tdata.{package}.{kind}," for package in packages]
-        return [f"{name}_ids := [{ids}]", "", f"{name}_results := [", *refs, "]", "",
+        ids = [f'\t"{package.rsplit(".", 1)[1].replace("_", "-")}",' for package in packages]  # a line each:
+        refs = [f"\t\tdata.{package}.{kind}," for package in packages]  # regorus refuses lines over 1,024
+        return [f"{name}_ids := [", *ids, "]", "", f"{name}_results := [", *refs, "]", "",
                 f"{name} := [violation |", f"\tsome i, results in {name}_results", "\tsome found in results",
                 f"\tviolation := decision({name}_ids[i], found)", "]", ""]
 

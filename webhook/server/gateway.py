@@ -132,7 +132,7 @@ class Gateway:
             entry.handler.admitted(request, self.view)
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
                                 error=result.error, exempt=result.exempt, rules=_rule_results(result),
-                                exceptions=self._exceptions_used(result), **details)
+                                exceptions=self._exceptions_used(result), egress=result.egress, **details)
         return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:

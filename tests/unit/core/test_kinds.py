@@ -41,7 +41,7 @@ def test_the_charts_webhooks_register_exactly_the_registrys_kinds():
     mutated = {(k.group, k.version, k.resource, "CREATE") for k in KINDS if k.mutated}
     assert registered("MutatingWebhookConfiguration", "mutate.vgate.io") == mutated
     webhooks = {k.webhook for k in KINDS}
-    assert webhooks == {"validate.vgate.io", "bind.vgate.io", "nodes.vgate.io"}
+    assert webhooks == {"validate.vgate.io", "bind.vgate.io", "nodes.vgate.io", "network.vgate.io"}
     for webhook in webhooks:
         judged = {(k.group, k.version, resource, op) for k in KINDS if k.webhook == webhook
                   for resource in filter(None, (k.resource, k.subresource)) for op in k.operations}
@@ -59,7 +59,7 @@ def test_the_break_glass_commands_find_their_webhooks_by_index():
     the binding webhook, and the e2e break-glass test failed)."""
     [configuration] = [d for d in render(trusted({})) if d["kind"] == "ValidatingWebhookConfiguration"]
     assert [hook["name"] for hook in configuration["webhooks"]] == ["validate.vgate.io", "bind.vgate.io",
-                                                                   "nodes.vgate.io"]
+                                                                   "nodes.vgate.io", "network.vgate.io"]
 
 
 def test_the_binding_webhook_fails_closed_and_needs_the_cluster_state():
@@ -130,6 +130,10 @@ EXAMPLES = {
                                                                                "template": _spark_app(n)}},
     ("", "Binding"): None,
     ("", "Node"): None,
+    ("networking.k8s.io", "NetworkPolicy"): None,
+    ("", "Namespace"): None,
+    ("", "Service"): None,
+    ("networking.k8s.io", "Ingress"): None,
 }
 
 

@@ -242,6 +242,9 @@ class Pods:
     def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
         return None
 
+    def network(self) -> None:
+        return None
+
 
 SENSITIVE_DRIVER = {"apiVersion": "v1", "kind": "Pod", "metadata": {
     "name": "etl-driver", "namespace": "ml-training", "labels": {"spark-role": "driver", **SENSITIVE}}}

@@ -108,6 +108,10 @@ def _resize(obj: dict[str, Any]) -> None:
                                                  "requests": {"cpu": "1", "memory": "1Ti"}}
 
 
+def _unclassified(obj: dict[str, Any]) -> None:
+    del obj["metadata"]["labels"]["vgate.io/data-classification"]
+
+
 def _spec_queue(obj: dict[str, Any]) -> None:
     obj["spec"]["queue"] = "inference"
 
@@ -121,6 +125,8 @@ CASES = {
     "a container's `image`": (sensitive_pod, _image, "", "supply-chain-image-registry"),
     "`tolerations`": (running_pod, _toleration, "", "placement-foreign-taint-toleration"),
     "the `scheduling.volcano.sh/queue-name` annotation": (running_pod, _pod_queue, "", "scheduling-queue-allowed"),
+    "the `vgate.io/data-classification` and `vgate.io/egress` labels": (sensitive_pod, _unclassified, "",
+                                                                     "placement-classification-fixed"),
     "`ephemeralContainers`": (running_pod, _debug, "ephemeralcontainers", "security-privileged-container"),
     "a container's `resources`": (running_pod, _resize, "resize", "resources-memory-limit-cap"),
     "PodGroup `spec.queue`": (lambda: volcano_object("PodGroup"), _spec_queue, "", "scheduling-queue-allowed"),

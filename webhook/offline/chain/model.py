@@ -31,6 +31,7 @@ import jsonpatch
 
 from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
 from ...core.config import Config
+from ...core.egress import NetworkObjects
 from ...core.errors import AdmissionRefused, ModelError
 from ...core.kinds import KINDS, template_of
 from ...core.queues import annotated_queue
@@ -97,7 +98,8 @@ class Cluster:
     def learn(self, manifest: dict[str, Any]) -> bool:
         """Take a Namespace, PriorityClass or Node from the manifests as cluster state; True if it was one."""
         kind, metadata = manifest.get("kind"), manifest.get("metadata") or {}
-        if manifest.get("apiVersion") == "v1" and kind == "Node":
+        if (manifest.get("apiVersion"), kind) in (("v1", "Node"), ("networking.k8s.io/v1", "NetworkPolicy"),
+                                                  ("v1", "Service")):
             self.remember(manifest)
             return True
         if manifest.get("apiVersion") == "v1" and kind == "Namespace":
@@ -133,6 +135,18 @@ class Cluster:
         """What the server's cluster state would give a Binding's rules, from the objects given here."""
         return ClusterState.of_objects(self.placed.values()).binding_context(namespace, pod_name, node_name,
                                                                              zone_label)
+
+    def network(self) -> NetworkObjects | None:
+        """The NetworkPolicies, Services and Pods given or admitted, and the Namespaces given: what
+        effective egress is computed from; None (not computed) when no NetworkPolicy was given."""
+        def placed(api_version: str, kind: str) -> list[dict[str, Any]]:
+            return [obj for (version, k, _, _), obj in self.placed.items() if (version, k) == (api_version, kind)]
+        policies = placed("networking.k8s.io/v1", "NetworkPolicy")
+        if not policies:
+            return None
+        namespaces = {name: {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": name}  # as the
+                      for name, metadata in self.namespaces.items()}  # API server labels every namespace
+        return NetworkObjects((), policies, namespaces, placed("v1", "Pod"), placed("v1", "Service"))
 
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue a Namespace given to the model names in Volcano's annotation, as the server's

@@ -1,0 +1,217 @@
+"""What one write does to sensitive pods' effective egress: the facts ``input.egress`` gives the rules.
+
+The rule ``network-egress-confined`` refuses; this module computes what it judges, from the cluster
+view's NetworkPolicies, Namespaces, Pods and Services (``egress``):
+
+- ``pods``: each sensitive pod the write makes or relabels (a Pod, a controller's template, a
+  Volcano Job's task, a Spark application's driver and executors), whether it is confined, why not
+  (the policy and rule that open a way out, or that no policy selects it, or a Service exposing
+  it), and the policies that confine it.
+- ``unconfines``: the sensitive pods already admitted that are confined now and would not be after
+  the write (a NetworkPolicy created, changed or deleted, a Namespace relabelled, a pod created or
+  relabelled so that it becomes a relay), each with the way out the write opens.
+- ``exposes``: the sensitive pods a Service of type LoadBalancer or NodePort, one with
+  ``externalIPs``, or an Ingress's backend Service would make reachable from outside.
+
+Without a cluster view (``cluster.watch`` off) nothing is computed; a view that has not listed
+every kind it needs cannot tell, which is an EvaluationError (answered per server.failureMode):
+an unsynced cache never means "confined".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .admission import AdmissionRequest
+from .config import PlacementSettings
+from .egress import AllowedPeer, Cluster, Egress, NetworkObjects, egress_of, internal_networks
+from .errors import EvaluationError
+from .workloads import labels_of, selector_matches, task_templates
+
+NETWORK_POLICY = ("networking.k8s.io", "NetworkPolicy")
+NAMESPACE = ("", "Namespace")
+POD = ("", "Pod")
+SERVICE = ("", "Service")
+INGRESS = ("networking.k8s.io", "Ingress")
+CHANGES_EGRESS = (NETWORK_POLICY, NAMESPACE, POD)  # writes that can change what a pod reaches
+EXPOSING_TYPES = ("LoadBalancer", "NodePort")
+
+
+@dataclass(frozen=True)
+class _Now:
+    """The cluster as the view holds it, indexed once per version: its egress model and its sensitive
+    pods by class (namespace, labels), each class named by its pods."""
+
+    objects: NetworkObjects
+    placement: PlacementSettings
+    cluster: Cluster
+    sensitive: Mapping[tuple[str, frozenset[tuple[str, str]]], tuple[str, ...]]
+
+
+_last: list[_Now] = []  # the latest index (one per worker): rebuilt when the view's version changes
+
+
+def egress_facts(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
+                 network: NetworkObjects | str | None, placement: PlacementSettings) -> dict[str, Any] | None:
+    """``input.egress`` for a request whose judged objects are ``judged``; None when the write
+    neither makes a sensitive pod nor can change one's egress or exposure, or without a view."""
+    key = (request.group, request.kind)
+    subjects = _subjects(request, judged, placement)
+    if not subjects and key not in (*CHANGES_EGRESS, SERVICE, INGRESS):
+        return None
+    if network is None:
+        return None
+    if isinstance(network, str):
+        raise EvaluationError(f"cannot tell where sensitive pods may send traffic: {network}")
+    now = _indexed(network, placement)
+    facts: dict[str, Any] = {}
+    if subjects:
+        facts["pods"] = [_verdict(pod, now) for pod in subjects]
+    after = _after(request, now) if key in CHANGES_EGRESS and now.sensitive else None
+    if after is not None:
+        facts["unconfines"] = _unconfined(now, after)
+    exposed = _exposed(request, now) if key in (SERVICE, INGRESS) else []
+    if exposed:
+        facts["exposes"] = exposed
+    return {k: v for k, v in facts.items() if v} or None
+
+
+def _indexed(objects: NetworkObjects, placement: PlacementSettings) -> _Now:
+    if _last and _last[0].objects is objects and _last[0].placement == placement:
+        return _last[0]
+    sensitive: dict[tuple[str, frozenset[tuple[str, str]]], list[str]] = {}
+    for pod in objects.pods:
+        if _is_sensitive(pod, placement):
+            sensitive.setdefault(_class_of(pod), []).append(_name(pod))
+    now = _Now(objects, placement, _cluster(objects, placement, objects.pods, objects.policies, objects.namespaces),
+               {klass: tuple(sorted(names)) for klass, names in sensitive.items()})
+    _last[:] = [now]
+    return now
+
+
+def _cluster(objects: NetworkObjects, placement: PlacementSettings, pods: Sequence[Mapping[str, Any]],
+             policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]]) -> Cluster:
+    settings = placement.egress
+    return Cluster(policies, namespaces, pods, internal_networks(settings.internal_cidrs),
+                   tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers))
+
+
+def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
+              placement: PlacementSettings) -> list[dict[str, Any]]:
+    """The sensitive pods the write makes, as pods of the request's namespace (a Volcano Job's are its
+    tasks' templates). A pod UPDATE makes one only when it changes the pod's labels: a running
+    pod's other updates (an image, a finalizer) are not judged again."""
+    if (request.group, request.kind) == POD and (request.sub_resource or (
+            request.operation == "UPDATE" and labels_of(request.object or {}) == labels_of(request.old_object or {}))):
+        return []
+    pods: list[Mapping[str, Any]] = []
+    for obj in judged:
+        tasks: list[Mapping[str, Any]] = list(task_templates(obj))
+        pods += tasks or [obj]
+    return [{"metadata": {"namespace": request.namespace, "name": _name(pod) or request.name,
+                          "labels": labels_of(pod)}} for pod in pods if _is_sensitive(pod, placement)]
+
+
+def _verdict(pod: Mapping[str, Any], now: _Now) -> dict[str, Any]:
+    egress: Egress = egress_of(pod, now.cluster)
+    exposing = [f"Service {_namespace(s)}/{_name(s)} ({_exposure(s)}) selects it: reachable from outside the cluster"
+                for s in now.objects.services if _namespace(s) == _namespace(pod) and _exposure(s)
+                and _selects(s, labels_of(pod))]
+    reasons = [*egress.reasons, *exposing]
+    return {"pod": f"{_namespace(pod)}/{_name(pod)}", "confined": not reasons, "reasons": reasons,
+            "policies": list(egress.policies)}
+
+
+def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
+    """The cluster as it would be after the write; None when the write changes nothing egress reads."""
+    objects, new, old = now.objects, request.object, request.old_object
+    policies, namespaces, pods = objects.policies, objects.namespaces, objects.pods
+    key = (request.group, request.kind)
+    if key == NETWORK_POLICY:
+        policies = [p for p in policies if (_namespace(p), _name(p)) != (request.namespace, request.name)]
+        policies += [new] if new is not None and request.operation != "DELETE" else []
+    elif key == NAMESPACE:
+        if new is None or labels_of(new) == namespaces.get(request.name, {}):
+            return None
+        namespaces = {**namespaces, request.name: labels_of(new)}
+    elif key == POD:
+        if new is None or request.sub_resource or request.operation not in ("CREATE", "UPDATE"):
+            return None
+        if request.operation == "UPDATE" and labels_of(new) == labels_of(old or {}):
+            return None
+        placed = {**new, "metadata": {**(new.get("metadata") or {}), "namespace": request.namespace}}
+        if request.operation == "CREATE" and now.cluster.holds(_class_of(placed)):
+            return None  # pods labelled alike are already there: it reaches and is reached as they are
+        pods = [p for p in pods if (_namespace(p), _name(p)) != (request.namespace, request.name)] + [placed]
+    return _cluster(objects, now.placement, pods, policies, namespaces)
+
+
+def _unconfined(now: _Now, after: Cluster) -> list[dict[str, Any]]:
+    """The sensitive pods confined now whose egress ``after`` leads outside, with the way out."""
+    found = []
+    for (namespace, labels), names in sorted(now.sensitive.items(), key=lambda item: (item[0][0], item[1])):
+        pod = {"metadata": {"namespace": namespace, "name": names[0], "labels": dict(labels)}}
+        if not egress_of(pod, now.cluster).confined:
+            continue  # not confined before this write: another write opened it (the report shows it)
+        later = egress_of(pod, after)
+        if not later.confined:
+            found.append({"pods": [f"{namespace}/{name}" for name in names], "reason": later.reasons[0]})
+    return found
+
+
+def _exposed(request: AdmissionRequest, now: _Now) -> list[str]:
+    """The sensitive pods of the namespace a Service (of an exposing type) or an Ingress (through
+    the Services it names) would make reachable from outside."""
+    obj = request.object
+    if obj is None or request.operation == "DELETE":
+        return []
+    services: list[Mapping[str, Any]]
+    if (request.group, request.kind) == SERVICE:
+        services = [obj] if _exposure(obj) else []
+    else:
+        names = _ingress_backends(obj)
+        services = [s for s in now.objects.services if _namespace(s) == request.namespace and _name(s) in names]
+    return sorted(f"{namespace}/{name}" for (namespace, labels), names in now.sensitive.items()
+                  if namespace == request.namespace for name in names
+                  if any(_selects(service, dict(labels)) for service in services))
+
+
+def _exposure(service: Mapping[str, Any]) -> str:
+    """How a Service is reachable from outside the cluster ('' if it is not)."""
+    spec = service.get("spec") or {}
+    if spec.get("externalIPs"):
+        return f"externalIPs {', '.join(map(str, spec['externalIPs']))}"
+    return f"type {spec['type']}" if spec.get("type") in EXPOSING_TYPES else ""
+
+
+def _selects(service: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    selector = (service.get("spec") or {}).get("selector")
+    return isinstance(selector, Mapping) and bool(selector) and selector_matches({"matchLabels": selector}, labels)
+
+
+def _ingress_backends(ingress: Mapping[str, Any]) -> set[str]:
+    spec = ingress.get("spec") or {}
+    backends = [spec.get("defaultBackend") or {}]
+    backends += [path.get("backend") or {} for rule in spec.get("rules") or [] if isinstance(rule, Mapping)
+                 for path in (rule.get("http") or {}).get("paths") or [] if isinstance(path, Mapping)]
+    return {str(backend["service"].get("name")) for backend in backends
+            if isinstance(backend, Mapping) and isinstance(backend.get("service"), Mapping)}
+
+
+def _is_sensitive(pod: Mapping[str, Any], placement: PlacementSettings) -> bool:
+    label = placement.sensitive_label
+    return labels_of(pod).get(label.key) == label.value
+
+
+def _class_of(pod: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, str]]]:
+    return _namespace(pod), frozenset((str(k), str(v)) for k, v in labels_of(pod).items())
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
