@@ -1,0 +1,170 @@
+"""No external network, proven from the cluster's NetworkPolicies, through the real control plane.
+
+A tenant holding a Role in its own namespace (pods, services, ingresses, networkpolicies: what a
+platform team grants a team that runs its own services) tries each way to give a sensitive pod a
+path outside (issue 33): NetworkPolicies are additive allow-lists, so a label proves nothing. vgate
+watches NetworkPolicies, Namespaces, Pods and Services and judges every write that could open one.
+The namespace's admin-made deny-egress policy lets pods labelled vgate.io/egress=deny reach only
+the cluster's DNS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_placement import sensitive_pod
+from test_tenant_bypasses import grant
+
+from e2e import cluster
+from e2e.kube import Kube, Result, decisions_for
+from e2e.waiting import eventually
+
+from test_admission import running_on_a_node, unique
+
+NAMESPACE = "e2e-egress"
+BARE = "e2e-egress-bare"  # a namespace without any NetworkPolicy
+RULE = "[network-egress-confined]"
+DNS = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+       "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+
+
+def network_policy(name: str, egress: list[dict[str, Any]] | None, selector: dict[str, str] | None = None,
+                   namespace: str = NAMESPACE) -> dict[str, Any]:
+    spec: dict[str, Any] = {"podSelector": {"matchLabels": selector} if selector else {}, "policyTypes": ["Egress"]}
+    if egress is not None:
+        spec["egress"] = egress
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+DENY_EGRESS = network_policy("deny-egress", [{"to": [DNS], "ports": [{"protocol": "UDP", "port": 53},
+                                                                     {"protocol": "TCP", "port": 53}]}],
+                             {"vgate.io/egress": "deny"})
+
+
+def refused(result: Result) -> str:
+    assert not result.ok, f"admitted: {result.stdout}"
+    assert RULE in result.stderr, result.stderr
+    return result.stderr
+
+
+@pytest.fixture(scope="module")
+def tenant(control_plane: Kube) -> Kube:
+    """kubectl as tenant-net, who may write pods, services, ingresses and networkpolicies in its namespace."""
+    control_plane.namespace(NAMESPACE)
+    control_plane.namespace(BARE)
+    assert control_plane.apply(DENY_EGRESS).ok
+    verbs = ["get", "list", "create", "update", "patch", "delete"]
+    for namespace in (NAMESPACE, BARE):
+        grant(control_plane, namespace, "tenant-net", ["", "networking.k8s.io"],
+              ["pods", "services", "networkpolicies", "ingresses"], verbs)
+    return Kube(cluster.identity_kubeconfig("tenant-net", "tenant-net"))
+
+
+@pytest.fixture
+def running(control_plane: Kube, tenant: Kube) -> Iterator[str]:
+    """A sensitive pod the tenant created, confined by the deny-egress policy, running on a kwok node;
+    deleted (and the watch shown it gone) afterwards."""
+    name = unique("vault")
+    created = tenant.create(sensitive_pod(name, "zone-a"), namespace=NAMESPACE)
+    assert created.ok, created.stderr
+    assert running_on_a_node(control_plane, NAMESPACE, name)
+    yield name
+    control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")
+
+
+def test_a_sensitive_pod_reaching_only_the_dns_is_admitted_with_its_confining_policy(tenant: Kube,
+                                                                                     running: str) -> None:
+    [record] = [r for r in decisions_for(NAMESPACE, running, "validate") if (r["kind"], r["operation"]) == ("v1/Pod", "CREATE")]
+    assert record["allowed"] and record["egress"]["pods"] == [
+        {"pod": f"{NAMESPACE}/{running}", "confined": True, "reasons": [], "policies": [f"{NAMESPACE}/deny-egress"]}]
+
+
+def test_a_sensitive_pod_in_a_namespace_without_a_deny_policy_is_refused(tenant: Kube) -> None:
+    name = unique("vault")
+    message = refused(tenant.create(sensitive_pod(name, "zone-a"), namespace=BARE))
+    assert f"no NetworkPolicy selects pod {BARE}/{name} for egress: it may reach any address" in message
+    [record] = decisions_for(BARE, name, "validate")
+    assert record["egress"]["pods"][0]["confined"] is False
+
+
+def test_an_allow_all_policy_beside_a_running_sensitive_pod_is_refused(tenant: Kube, running: str) -> None:
+    allow_all = network_policy("allow-all", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
+    message = refused(tenant.create(allow_all))
+    assert f"would open a way outside the cluster for sensitive pods {NAMESPACE}/{running}" in message
+    assert "NetworkPolicy e2e-egress/allow-all egress[0] allows 0.0.0.0/0" in message
+    assert tenant.get("networkpolicy", "allow-all", NAMESPACE) is None
+
+
+@pytest.mark.parametrize("peer", [
+    {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}},
+    {"ipBlock": {"cidr": "::/0"}},
+    {"podSelector": {"matchLabels": {"app": "web"}}},
+], ids=["except-10/8", "ipv6-all", "ordinary-pod"])
+def test_egress_outside_any_way_written_is_refused(tenant: Kube, running: str, peer: dict[str, Any]) -> None:
+    if "podSelector" in peer:  # an ordinary pod (no egress policy selects it) the sensitive pods would reach
+        web = sensitive_pod(unique("web"), "zone-a")
+        web["metadata"]["labels"] = {"app": "web"}
+        assert tenant.create(web, namespace=NAMESPACE).ok
+    opened = network_policy(unique("open"), [{"to": [peer]}], {"vgate.io/egress": "deny"})
+    message = refused(tenant.create(opened))
+    assert f"sensitive pods {NAMESPACE}/{running}" in message
+
+
+def test_deleting_the_deny_policy_is_refused_while_sensitive_pods_run_and_allowed_after(
+        control_plane: Kube, tenant: Kube, running: str) -> None:
+    message = refused(tenant.run("delete", "networkpolicy", "deny-egress", "-n", NAMESPACE))
+    assert f"no NetworkPolicy selects pod {NAMESPACE}/{running} for egress" in message
+    assert control_plane.run("delete", "pod", running, "-n", NAMESPACE, "--wait=true", "--grace-period=0",
+                             "--force").ok
+    try:
+        deleted = eventually(lambda: tenant.run("delete", "networkpolicy", "deny-egress", "-n", NAMESPACE,
+                                                "--dry-run=server").ok, timeout=30)
+        assert deleted, "still refused once the sensitive pod is gone"
+        assert tenant.run("delete", "networkpolicy", "deny-egress", "-n", NAMESPACE).ok
+    finally:
+        assert control_plane.apply(DENY_EGRESS).ok
+
+
+def test_a_relay_pod_created_after_the_sensitive_one_is_refused(control_plane: Kube, tenant: Kube,
+                                                               running: str) -> None:
+    """An existing policy lets sensitive pods reach app=cache pods (none yet); a tenant's pod with that
+    label and no egress policy of its own would relay their traffic anywhere."""
+    to_cache = network_policy("to-cache", [{"to": [{"podSelector": {"matchLabels": {"app": "cache"}}}]}],
+                              {"vgate.io/egress": "deny"})
+    assert control_plane.apply(to_cache).ok, "no pod labelled app=cache yet: nothing opened"
+    try:
+        relay = sensitive_pod(unique("cache"), "zone-a")
+        relay["metadata"]["labels"] = {"app": "cache"}
+        message = refused(tenant.create(relay, namespace=NAMESPACE))
+        assert "NetworkPolicy e2e-egress/to-cache egress[0] reaches pod" in message and "leads outside" in message
+        relay["metadata"]["labels"]["vgate.io/egress"] = "deny"  # confined itself: reaches only the DNS
+        assert tenant.create(relay, namespace=NAMESPACE).ok
+    finally:
+        control_plane.run("delete", "networkpolicy", "to-cache", "-n", NAMESPACE)
+
+
+def test_the_egress_label_removed_from_a_running_sensitive_pod_is_refused(tenant: Kube, running: str) -> None:
+    message = refused(tenant.run("label", "pod", running, "-n", NAMESPACE, "vgate.io/egress-"))
+    assert f"no NetworkPolicy selects pod {NAMESPACE}/{running}" in message
+    assert "[placement-classification-fixed]" in message
+    refused_public = tenant.run("label", "pod", running, "-n", NAMESPACE, "vgate.io/data-classification=public",
+                                "--overwrite")
+    assert not refused_public.ok and "[placement-classification-fixed]" in refused_public.stderr
+
+
+@pytest.mark.parametrize("exposure", [{"type": "LoadBalancer"}, {"type": "NodePort"},
+                                      {"type": "ClusterIP", "externalIPs": ["203.0.113.7"]}],
+                         ids=["LoadBalancer", "NodePort", "externalIPs"])
+def test_a_service_reachable_from_outside_selecting_it_is_refused(tenant: Kube, running: str,
+                                                                  exposure: dict[str, Any]) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": unique("front"), "namespace": NAMESPACE},
+               "spec": {**exposure, "selector": {"vgate.io/egress": "deny"}, "ports": [{"port": 80}]}}
+    message = refused(tenant.create(service))
+    assert f"would make sensitive pods {NAMESPACE}/{running} reachable from outside the cluster" in message
+    internal = {**service, "metadata": {"name": unique("internal"), "namespace": NAMESPACE},
+                "spec": {"selector": {"vgate.io/egress": "deny"}, "ports": [{"port": 80}]}}
+    assert tenant.create(internal).ok  # a ClusterIP Service never reaches vgate (matchConditions)
+    assert not decisions_for(NAMESPACE, internal["metadata"]["name"])
