@@ -77,7 +77,8 @@ def running(control_plane: Kube, tenant: Kube) -> Iterator[str]:
 
 def test_a_sensitive_pod_reaching_only_the_dns_is_admitted_with_its_confining_policy(tenant: Kube,
                                                                                      running: str) -> None:
-    [record] = [r for r in decisions_for(NAMESPACE, running, "validate") if (r["kind"], r["operation"]) == ("v1/Pod", "CREATE")]
+    [record] = [r for r in decisions_for(NAMESPACE, running, "validate")
+                if (r["kind"], r["operation"]) == ("v1/Pod", "CREATE")]
     assert record["allowed"] and record["egress"]["pods"] == [
         {"pod": f"{NAMESPACE}/{running}", "confined": True, "reasons": [], "policies": [f"{NAMESPACE}/deny-egress"]}]
 
