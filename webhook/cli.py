@@ -163,8 +163,9 @@ def test_policies(policy_dir: str, config_path: str | None, verbose: bool, outpu
                    "model applies. Default: what Volcano's chart enables (/jobs/mutate, not /podgroups/mutate), and "
                    "/pods/mutate with --volcano-admission-config (its resource groups are what that mutator applies).")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
-              help="Read the live cluster's Namespaces (labels, Volcano queue annotations) into the model, as the "
-                   "server's cluster state does; Namespaces among the manifests override theirs.")
+              help="Read the live cluster's Namespaces (labels, Volcano queue annotations), NetworkPolicies, "
+                   "Services and Pods (effective egress) into the model, as the server's cluster state does; "
+                   "Namespaces among the manifests override theirs.")
 @click.option("--crd", "crd_files", multiple=True, type=click.Path(dir_okay=False),
               help="A CustomResourceDefinition whose schema defaults the model applies (Volcano's ship with vgate). "
                    "Repeatable.")

@@ -10,10 +10,13 @@ the cluster's DNS.
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from test_placement import sensitive_pod
 from test_tenant_bypasses import grant
 
@@ -169,3 +172,40 @@ def test_a_service_reachable_from_outside_selecting_it_is_refused(tenant: Kube, 
                 "spec": {"selector": {"vgate.io/egress": "deny"}, "ports": [{"port": 80}]}}
     assert tenant.create(internal).ok  # a ClusterIP Service never reaches vgate (matchConditions)
     assert not decisions_for(NAMESPACE, internal["metadata"]["name"])
+
+
+def vgate_eval(obj: dict[str, Any], namespace: str) -> subprocess.CompletedProcess[str]:
+    """`vgate eval --kubeconfig`: the live cluster's NetworkPolicies, Services and Pods in its model."""
+    return subprocess.run([*cluster.VGATE_CLI, "eval", "-o", "json", "-f", "-", "--namespace", namespace,
+                           "--config", str(cluster.VGATE_DIR / "vgate.yaml"),
+                           "--policies", str(cluster.VGATE_DIR / "policies"), "--kubeconfig", str(cluster.KUBECONFIG)],
+                          input=yaml.safe_dump(obj), capture_output=True, text=True, cwd=cluster.ROOT, timeout=120)
+
+
+@pytest.mark.parametrize("namespace", [NAMESPACE, BARE])
+def test_vgate_eval_reading_the_cluster_decides_as_the_server(tenant: Kube, namespace: str) -> None:
+    obj = sensitive_pod(unique("vault"), "zone-a")
+    server = tenant.create(obj, namespace=namespace, dry_run=True)
+    done = vgate_eval(obj, namespace)
+    assert done.returncode in (0, 1), done.stderr
+    [verdict] = json.loads(done.stdout)
+    denied = {v["rule"] for v in verdict["violations"] if v["action"] == "deny"}
+    assert server.ok == (namespace == NAMESPACE) and (RULE in server.stderr) == (RULE.strip("[]") in denied), (
+        server.stderr, verdict)
+
+
+def test_a_namespace_relabelled_into_a_peer_of_sensitive_pods_is_refused(control_plane: Kube, running: str) -> None:
+    """A policy lets sensitive pods reach namespaces labelled tier=research (none is yet); the admin
+    labelling a namespace whose pods reach anywhere tier=research would open a way out."""
+    research = {"namespaceSelector": {"matchLabels": {"tier": "research"}}}
+    to_research = network_policy("to-research", [{"to": [research]}], {"vgate.io/egress": "deny"})
+    assert control_plane.apply(to_research).ok
+    try:
+        message = refused(control_plane.run("label", "namespace", BARE, "tier=research"))
+        assert f"Namespace {BARE} would open a way outside the cluster for sensitive pods {NAMESPACE}/{running}" \
+            in message
+        assert "tier" not in ((control_plane.get("namespace", BARE) or {})["metadata"].get("labels") or {})
+        assert control_plane.run("label", "namespace", BARE, "team=research").ok  # no selector reads it
+    finally:
+        control_plane.run("delete", "networkpolicy", "to-research", "-n", NAMESPACE)
+        control_plane.run("label", "namespace", BARE, "team-")

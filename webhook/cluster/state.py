@@ -63,9 +63,29 @@ def _namespace(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _node(obj: dict[str, Any]) -> dict[str, Any]:
-    """A node's labels and taints: its status (heartbeats every few seconds) is not kept, so those
-    changes change nothing here and do not resend the inventory."""
-    return _object(obj, _metadata(obj, ()), spec=_spec(obj, ("taints", "unschedulable")))
+    """A node's labels and taints, and who last wrote each label (``labelManagers``, from its
+    managedFields: the evidence of who set its zone). Its status (heartbeats every few seconds) is not
+    kept, so those changes change nothing here and do not resend the inventory."""
+    metadata = _metadata(obj, ())
+    managers = _label_managers(obj)
+    if managers:
+        metadata["labelManagers"] = managers
+    return _object(obj, metadata, spec=_spec(obj, ("taints", "unschedulable")))
+
+
+def _label_managers(obj: dict[str, Any]) -> dict[str, str]:
+    """Per label, the field manager that wrote it last ("kubectl-label, Update, <time>"), as the API
+    server's server-side field tracking records it; the kubelet's heartbeats own no label."""
+    found: dict[str, tuple[str, str]] = {}
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        if not isinstance(entry, dict):
+            continue
+        labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
+        when = str(entry.get("time") or "")
+        for field in labels:
+            if field.startswith("f:") and when >= found.get(field[2:], ("", ""))[0]:
+                found[field[2:]] = (when, f"{entry.get('manager')}, {entry.get('operation')}, {when}")
+    return {key: sys.intern(described) for key, (_, described) in found.items()}
 
 
 def _pod(obj: dict[str, Any]) -> dict[str, Any]:

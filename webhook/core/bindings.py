@@ -79,6 +79,7 @@ def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str
     record.update(
         sensitive=labels.get(sensitive.key) == sensitive.value,
         zone=node_labels.get(placement.zone_label),
+        zoneSetBy=((context["node"].get("metadata") or {}).get("labelManagers") or {}).get(placement.zone_label),
         nodeLabels={key: node_labels[key] for key in judged_labels if key in node_labels},
         taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
                 for t in (context["node"].get("spec") or {}).get("taints") or []],

@@ -96,6 +96,8 @@ class Cluster:
     _class_rules: dict[PodClass, _Rules] = field(default_factory=dict, repr=False)
     _peers: dict[PeerKey, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     _reached: dict[PeerKey, list[PodClass]] = field(default_factory=dict, repr=False)
+    _leaky: set[int] | None = field(default=None, repr=False)  # the rule sets whose pods' egress leads outside
+    _held_sets: set[int] = field(default_factory=set, repr=False)  # the rule sets of the pods held
 
     def __post_init__(self) -> None:
         for policy in self.policies:
@@ -122,6 +124,42 @@ class Cluster:
                 [policy for key in sorted(matched) for policy in selectors[key][1]])
         self._class_rules[pod_class] = rules = self._rules[(namespace, matched)]
         return rules
+
+    def confined(self, pod_class: PodClass) -> bool:
+        """Whether pods of this class stay inside: ``egress_of``'s verdict without its reasons, for
+        every class at once. Pods selected by the same policies reach the same pods, so the verdict
+        belongs to each distinct rule set: those leading outside directly, then every rule set
+        reaching one of those, found once per cluster over the rule sets (not once per class)."""
+        if self._leaky is None:
+            self._leaky = self._leading_outside()
+        rules = self.rules_of(pod_class)
+        if id(rules) in self._held_sets:
+            return id(rules) not in self._leaky
+        # a class no pod has yet (the pod being judged), selected by policies no held pod is: one step
+        return bool(rules.policies) and not rules.ways_out and not any(
+            id(self.rules_of(target)) in self._leaky for peer_key, _ in rules.peers
+            for target in self.reached_by(peer_key))
+
+    def _leading_outside(self) -> set[int]:
+        rule_sets = {id(self.rules_of((namespace, labels))): self.rules_of((namespace, labels))
+                     for namespace, classes in self._classes.items() for labels in classes}
+        self._held_sets = set(rule_sets)
+        peer_sets: dict[PeerKey, set[int]] = {}
+        reached_from: dict[int, set[int]] = {}  # a rule set -> the rule sets whose pods reach its pods
+        for key, rules in rule_sets.items():
+            for peer_key, _ in rules.peers:
+                if peer_key not in peer_sets:
+                    peer_sets[peer_key] = {id(self.rules_of(target)) for target in self.reached_by(peer_key)}
+                for target in peer_sets[peer_key]:
+                    reached_from.setdefault(target, set()).add(key)
+        leaky = {key for key, rules in rule_sets.items() if rules.ways_out or not rules.policies}
+        waiting = deque(leaky)
+        while waiting:
+            for source in reached_from.get(waiting.popleft(), ()):
+                if source not in leaky:
+                    leaky.add(source)
+                    waiting.append(source)
+        return leaky
 
     def reached_by(self, peer_key: PeerKey) -> list[PodClass]:
         """The classes of pods a pod peer selects, but those of an allowed peer."""

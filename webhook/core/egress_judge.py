@@ -115,7 +115,9 @@ def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
 
 
 def _verdict(pod: Mapping[str, Any], now: _Now) -> dict[str, Any]:
-    egress: Egress = egress_of(pod, now.cluster)
+    pod_class = _class_of(pod)
+    egress: Egress = (Egress(True, (), now.cluster.rules_of(pod_class).policies) if now.cluster.confined(pod_class)
+                      else egress_of(pod, now.cluster))  # the search, for its reasons, only when it leads outside
     exposing = [f"Service {_namespace(s)}/{_name(s)} ({_exposure(s)}) selects it: reachable from outside the cluster"
                 for s in now.objects.services if _namespace(s) == _namespace(pod) and _exposure(s)
                 and _selects(s, labels_of(pod))]
@@ -151,13 +153,11 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
 def _unconfined(now: _Now, after: Cluster) -> list[dict[str, Any]]:
     """The sensitive pods confined now whose egress ``after`` leads outside, with the way out."""
     found = []
-    for (namespace, labels), names in sorted(now.sensitive.items(), key=lambda item: (item[0][0], item[1])):
-        pod = {"metadata": {"namespace": namespace, "name": names[0], "labels": dict(labels)}}
-        if not egress_of(pod, now.cluster).confined:
-            continue  # not confined before this write: another write opened it (the report shows it)
-        later = egress_of(pod, after)
-        if not later.confined:
-            found.append({"pods": [f"{namespace}/{name}" for name in names], "reason": later.reasons[0]})
+    for pod_class, names in sorted(now.sensitive.items(), key=lambda item: (item[0][0], item[1])):
+        if not now.cluster.confined(pod_class) or after.confined(pod_class):
+            continue  # still confined; or not confined before this write (another opened it: the report shows it)
+        pod = {"metadata": {"namespace": pod_class[0], "name": names[0], "labels": dict(pod_class[1])}}
+        found.append({"pods": [f"{pod_class[0]}/{name}" for name in names], "reason": egress_of(pod, after).reasons[0]})
     return found
 
 

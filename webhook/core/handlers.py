@@ -138,11 +138,14 @@ def _spark_spec_changed(request: AdmissionRequest) -> bool:
     return request.operation != "UPDATE" or (request.object or {}).get("spec") != (request.old_object or {}).get("spec")
 
 
-POD = KindHandler(_own_spec, _judged_pod, context=_pod_context, mutator=mutators.POD, record=_record_inherited)
-VOLCANO_JOB = KindHandler(_task_specs, as_submitted, mutator=mutators.VOLCANO_JOB, limits=_task_count)
+POD = KindHandler(_own_spec, _judged_pod, context=_pod_context, mutator=mutators.POD, record=_record_inherited,
+                  judges_pods=True)
+VOLCANO_JOB = KindHandler(_task_specs, as_submitted, mutator=mutators.VOLCANO_JOB, limits=_task_count,
+                          judges_pods=True)
 POD_GROUP = KindHandler(_no_pods, as_submitted, mutator=mutators.POD_GROUP)
 POD_SUBRESOURCE = KindHandler(_own_spec, as_submitted)  # pods/ephemeralcontainers, pods/resize: judged as sent
-BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound)
+BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound,
+                      judges_pods=True)  # its pod, as the cluster state holds it
 NODE = KindHandler(_no_pods, as_submitted)  # a node's labels and taints, judged as the write changes them
 NETWORK = KindHandler(_no_pods, as_submitted)  # judged with what it does to sensitive pods' egress (input.egress)
 
@@ -150,10 +153,10 @@ NETWORK = KindHandler(_no_pods, as_submitted)  # judged with what it does to sen
 def pod_controller(template: Template) -> KindHandler:
     """A controller keeping its pod template where ``template`` finds it."""
     return KindHandler(template_pod_specs(template), judged_as_pod(template), new_pods=changes_template(template),
-                       template=template)
+                       template=template, judges_pods=True)
 
 
 def spark_application(kind: str) -> KindHandler:
     """A SparkApplication, or a ScheduledSparkApplication (its application in ``spec.template``)."""
     return KindHandler(_spark_pod_specs(kind), _judged_spark, mutator=mutators.SPARK_APPLICATION,
-                       new_pods=_spark_spec_changed)
+                       new_pods=_spark_spec_changed, judges_pods=True)

@@ -142,3 +142,6 @@ class KindHandler:
     record: Callable[[AdmissionRequest, KindContext, Config], dict[str, Any]] = nothing_recorded
     admitted: Callable[[AdmissionRequest, ClusterView], None] = nothing_learned  # the view learns it
     template: Callable[[Mapping[str, Any] | None], dict[str, Any] | None] | None = None  # a controller's
+    # what ``judged`` gives the engine are pods (or make them: a Volcano Job's tasks), whose effective
+    # egress is judged when sensitive; False for what only carries a workload's labels (a PodGroup)
+    judges_pods: bool = False

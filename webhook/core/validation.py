@@ -85,7 +85,8 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         return Validation(Decision())  # scaling, labels, status: no new pods
     try:
         judged = handler.judged(request, config, context)
-        egress = egress_facts(request, [item.obj for item in judged], context.network, config.placement)
+        pods = [item.obj for item in judged] if handler.judges_pods else []
+        egress = egress_facts(request, pods, context.network, config.placement)
         if egress is not None:  # judged once per request: with its first judged object
             judged[0] = with_input(judged[0], "egress", egress)
         answers = [(item.title, engine.evaluate(item.evaluated)) for item in judged]

@@ -79,18 +79,21 @@ def run_eval(request: EvalRequest, now: datetime) -> tuple[list[Verdict], list[s
 
 
 def _learn_cluster(cluster: Cluster, kubeconfig: str, binding_namespaces: set[str]) -> None:
-    """The live cluster into the model: Namespaces (labels for exemption, Volcano queue annotations),
-    and for Bindings among the manifests the Nodes and the Pods of the namespaces they bind in."""
+    """The live cluster into the model: Namespaces (labels for exemption, Volcano queue annotations);
+    NetworkPolicies, Services and every Pod (what a sensitive pod's effective egress is computed
+    from, as the server's cluster state holds them); and for Bindings among the manifests the Nodes."""
     try:
         with ApiServer.from_kubeconfig(kubeconfig) as api:
             namespaces = api.get("/api/v1/namespaces").get("items") or []
             nodes = api.get("/api/v1/nodes").get("items") or [] if binding_namespaces else []
-            pods = [pod for namespace in sorted(binding_namespaces)
-                    for pod in api.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []]
+            listed = [(version, kind, api.get(path).get("items") or []) for version, kind, path in (
+                ("v1", "Pod", "/api/v1/pods"), ("v1", "Service", "/api/v1/services"),
+                ("networking.k8s.io/v1", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies"))]
     except (OSError, ValueError, KeyError, StopIteration, requests.RequestException) as error:
         raise InputError(f"{kubeconfig}: cannot read the cluster: {error}") from None
     for namespace in namespaces:
         cluster.learn({"apiVersion": "v1", "kind": "Namespace", "metadata": namespace.get("metadata") or {}})
-    for kind, objects in (("Node", nodes), ("Pod", pods)):  # a list's items carry no apiVersion and kind
+    for version, kind, objects in [("v1", "Node", nodes), *listed]:  # a list's items carry no apiVersion and kind
         for obj in objects:
-            cluster.remember({"apiVersion": "v1", "kind": kind, **obj})
+            cluster.remember({"apiVersion": version, "kind": kind, **obj})
+    cluster.network_known = True

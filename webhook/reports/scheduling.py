@@ -1,9 +1,13 @@
 """The report's scheduling compliance section (调度合规): where sensitive work actually ran.
 
 Built from the binding decisions of the hour alone (``core.bindings`` writes their ``binding``
-field): per sensitive workload (its owner, or the pod itself), every pod bound, the node and zone it
-went to, the constraints verified at that binding (zone, memory encryption, its PodGroup's zones,
-the node's tenant taints), and every binding refused, with the rules' reasons. Ordinary pods'
+field, ``core.egress_judge`` their ``egress``): per sensitive workload (its owner, or the pod
+itself), every pod bound, the node and zone it went to, the constraints verified at that binding
+(the three of the mission: one zone, and who last set the node's zone label; memory encryption; no
+external network, with the NetworkPolicies that confine the pod; and its PodGroup's zones, the
+node's tenant taints), and every binding refused, with the rules' reasons. A workload is compliant
+when its pods placed are in one zone and each binding was judged confined: a binding recorded
+without egress evidence (vgate before effective egress) does not count as confined. Ordinary pods'
 bindings are counted, not listed. Memory stays bounded by the hour's sensitive pods: a pod refused
 again every scheduling cycle keeps its first ``REFUSALS_LISTED`` refusals and a count of the rest.
 """
@@ -15,6 +19,7 @@ from typing import Any
 
 REFUSALS_LISTED = 20
 CONTROLS = (  # what this section is evidence of
+    "MLPS 2.0 (GB/T 22239-2019) 8.1.3.1 boundary protection",  # no way out of the cluster's boundary
     "MLPS 2.0 (GB/T 22239-2019) 8.1.4.2 access control",   # placed only where the pod may run
     "MLPS 2.0 (GB/T 22239-2019) 8.1.4.8 data confidentiality",  # on memory-encrypted nodes
     "MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 security audit",   # every binding recorded
@@ -49,7 +54,8 @@ class SchedulingTally:
                                                   "verified": None, "refused": [], "refusedMore": 0})
         if allowed:
             entry.update(node=binding.get("node"), zone=binding.get("zone"), boundAt=record.get("time"),
-                         verified=_verified(binding), policyRevision=record.get("policyRevision"))
+                         verified=_verified(binding, _egress_of(record, namespace, pod)),
+                         policyRevision=record.get("policyRevision"))
         elif len(entry["refused"]) < REFUSALS_LISTED:
             entry["refused"].append({"time": record.get("time"), "node": binding.get("node"),
                                      "zone": binding.get("zone"), "reasons": _reasons(record)})
@@ -66,20 +72,32 @@ class SchedulingTally:
                 "namespace": namespace, "workload": name, "podGroup": workload["podGroup"], "zones": zones,
                 "pods": pods, "placed": len(placed),
                 "refusals": sum(len(p["refused"]) + p["refusedMore"] for p in pods),
-                # one zone, and every pod placed was placed on a binding vgate judged and allowed
-                "compliant": len(zones) <= 1 and all(p["verified"] for p in placed),
+                # one zone, and every pod placed was placed on a binding vgate judged, allowed and
+                # found confined
+                "compliant": len(zones) <= 1 and all(p["verified"] and (p["verified"]["egress"] or {}).get("confined")
+                                                     for p in placed),
             })
         return {"controls": list(CONTROLS), "bindings": {key: self.counts.get(key, 0) for key in (
             "bound", "refused", "unjudged", "sensitiveBound", "sensitiveRefused")}, "sensitiveWorkloads": workloads}
 
 
-def _verified(binding: dict[str, Any]) -> dict[str, Any]:
+def _egress_of(record: dict[str, Any], namespace: str, pod: str) -> dict[str, Any] | None:
+    """The pod's effective egress as its binding was judged with it; None if the record has none."""
+    for found in (record.get("egress") or {}).get("pods") or []:
+        if isinstance(found, dict) and found.get("pod") == f"{namespace}/{pod}":
+            return {"confined": found.get("confined") is True, "policies": list(found.get("policies") or []),
+                    "reasons": list(found.get("reasons") or [])}
+    return None
+
+
+def _verified(binding: dict[str, Any], egress: dict[str, Any] | None) -> dict[str, Any]:
     """The constraints a binding that was allowed was held to, as the record says the node was."""
     labels = binding.get("nodeLabels") or {}  # the zone label and the encryption labels the node has
     encryption = [f"{key}={value}" for key, value in labels.items() if value == "true"]
     if binding.get("runtimeClassName"):
         encryption.append(f"runtimeClassName={binding['runtimeClassName']}")
-    return {"zone": binding.get("zone"), "memoryEncryption": encryption,
+    return {"zone": binding.get("zone"), "zoneSetBy": binding.get("zoneSetBy"), "memoryEncryption": encryption,
+            "egress": egress,
             "podGroupZones": sorted({*binding.get("memberZones", []), str(binding.get("zone"))}),
             "nodeTaints": binding.get("taints") or []}
 

@@ -141,3 +141,32 @@ def test_match_expressions_select_as_kubernetes_does():
     assert judged(policy("deny-expr", None, selector=selector, types=["Egress"])).confined
     other = {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["train"]}]}
     assert not judged(policy("deny-others", None, selector=other, types=["Egress"])).confined
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_classs_verdict_at_once_is_the_search_from_it(seed):
+    """Cluster.confined (one pass over the rule sets, what judging a write uses for every sensitive pod)
+    gives each class egress_of's verdict (the search from that class), on random namespaces of pods and
+    policies with pod, namespace and ipBlock peers: the two ways of computing it cannot drift apart."""
+    import random
+    chance = random.Random(seed)
+    apps = ["a", "b", "c", "d"]
+    pods = [pod(f"p{i}", chance.choice(["ml-training", "web"]), app=chance.choice(apps),
+                **({"egress": "deny"} if chance.random() < 0.5 else {})) for i in range(12)]
+    policies = []
+    for index in range(chance.randint(0, 6)):
+        peers: list[dict[str, Any]] = []
+        for _ in range(chance.randint(0, 2)):
+            peers.append(chance.choice([
+                {"podSelector": {"matchLabels": {"app": chance.choice(apps)}}},
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "web"}}},
+                {"ipBlock": {"cidr": chance.choice(["10.1.0.0/16", "0.0.0.0/0"])}}]))
+        selector = chance.choice([{}, {"matchLabels": {"egress": "deny"}},
+                                  {"matchLabels": {"app": chance.choice(apps)}}])
+        policies.append(policy(f"pol{index}", [{"to": peers}] if peers else None,
+                               chance.choice(["ml-training", "web"]), selector, ["Egress"]))
+    cluster = Cluster(policies, NAMESPACES, pods, INTERNAL, (DNS,))
+    unheld = [pod("new", "ml-training", app=app, egress="deny", fresh="1") for app in apps]  # a class no pod has
+    for each in [*unheld, *pods]:
+        pod_class = (each["metadata"]["namespace"], frozenset(each["metadata"]["labels"].items()))
+        assert cluster.confined(pod_class) == egress_of(each, cluster).confined, (seed, each)

@@ -178,3 +178,16 @@ def test_without_a_cluster_view_nothing_is_computed_and_ordinary_pods_cost_nothi
     assert judged(pod("new", SENSITIVE), None, engine, config).egress is None
     net = network([DENY], [RUNNING, pod("web-1", {"app": "web"})])
     assert judged(pod("web-2", {"app": "web"}), net, engine, config).egress is None  # pods labelled alike exist
+
+
+def test_a_pod_group_carrying_its_jobs_labels_is_not_a_pod_but_a_jobs_tasks_are(engine, config):
+    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "ml-training", "labels": SENSITIVE},
+             "spec": {"minMember": 1, "queue": "training"}}
+    assert judged(group, network([], []), engine, config).egress is None
+    task = pod("t", SENSITIVE)
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "ml-training"},
+           "spec": {"minAvailable": 1, "schedulerName": "volcano", "queue": "training", "tasks": [
+               {"name": "t", "replicas": 1, "template": {"metadata": task["metadata"], "spec": task["spec"]}}]}}
+    assert "no NetworkPolicy selects pod ml-training/t" in judged(job, network([], []), engine, config).decision.message

@@ -81,6 +81,9 @@ class Cluster:
     volcano_admissions: frozenset[str] | None = None
     # Nodes given, and the Pods and PodGroups admitted: what a Binding among the manifests is judged against
     placed: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # Whether the cluster's NetworkPolicies are known (given among the manifests, or read with
+    # --kubeconfig): only then is a sensitive pod's effective egress computed
+    network_known: bool = False
 
     @classmethod
     def build(cls, config: Config, extra_crds: Iterable[CrdDefaults] = (), *,
@@ -101,6 +104,7 @@ class Cluster:
         if (manifest.get("apiVersion"), kind) in (("v1", "Node"), ("networking.k8s.io/v1", "NetworkPolicy"),
                                                   ("v1", "Service")):
             self.remember(manifest)
+            self.network_known = self.network_known or kind == "NetworkPolicy"
             return True
         if manifest.get("apiVersion") == "v1" and kind == "Namespace":
             self.namespaces[str(metadata.get("name", ""))] = metadata
@@ -138,12 +142,12 @@ class Cluster:
 
     def network(self) -> NetworkObjects | None:
         """The NetworkPolicies, Services and Pods given or admitted, and the Namespaces given: what
-        effective egress is computed from; None (not computed) when no NetworkPolicy was given."""
+        effective egress is computed from; None (not computed) when the NetworkPolicies are not known."""
         def placed(api_version: str, kind: str) -> list[dict[str, Any]]:
             return [obj for (version, k, _, _), obj in self.placed.items() if (version, k) == (api_version, kind)]
-        policies = placed("networking.k8s.io/v1", "NetworkPolicy")
-        if not policies:
+        if not self.network_known:
             return None
+        policies = placed("networking.k8s.io/v1", "NetworkPolicy")
         namespaces = {name: {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": name}  # as the
                       for name, metadata in self.namespaces.items()}  # API server labels every namespace
         return NetworkObjects((), policies, namespaces, placed("v1", "Pod"), placed("v1", "Service"))

@@ -1,0 +1,125 @@
+"""What judging one write costs in a crowded namespace, end to end through egress_facts (issue 33).
+
+``bench/egress.py`` times the pure reachability search; this times what the gateway adds to a
+request (``core.egress_judge.egress_facts``): the cluster state indexed (once per change of the
+state), the cluster as it would be after the write rebuilt, and every admitted sensitive pod class
+searched before and after. In a namespace of --policies NetworkPolicies (each selecting every pod
+and allowing a podSelector peer, the tenant's worst case: bench/egress.py) and --pods pods, a tenth
+of them sensitive, in interleaved rounds, CPU ms per write:
+
+- baseline: an ordinary pod labelled as pods already running are (nothing to rebuild: the common case)
+- sensitive pod: a new sensitive pod, its own egress searched
+- new pod class: a pod with labels no pod has yet (the cluster after it rebuilt, every sensitive class
+  searched again)
+- NetworkPolicy: a new policy (the same)
+
+The state index is built once before the rounds (the server rebuilds it once per change of its
+watched kinds, not per request); each case is then timed as the gateway runs it.
+
+    python bench/egress_writes.py --policies 1000 --pods 10000 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import orjson
+
+from webhook.core.admission import AdmissionRequest, decode_review
+from webhook.core.egress import NetworkObjects
+from webhook.core.egress_judge import egress_facts
+from webhook.files.config_file import load_config
+from webhook.offline.admit import review_for
+
+NAMESPACE = "ml-training"
+SENSITIVE = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
+
+
+def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "registry.example.com/app:1"}]}}
+
+
+def crowded(policies: int, pods: int, distinct: bool) -> NetworkObjects:
+    made = [pod(f"pod-{i}", {"app": f"app-{i % 10}", **(SENSITIVE if i % 10 == 0 else {}),
+                             **({"pod": str(i)} if distinct else {})}) for i in range(pods)]
+    rules = [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": f"policy-{i}", "namespace": NAMESPACE},
+              "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [
+                  {"to": [{"podSelector": {"matchLabels": {"app": f"app-{i % 10}"}}}]},
+                  {"to": [{"ipBlock": {"cidr": f"10.{i % 250}.0.0/16"}}], "ports": [{"port": 443}]}]}}
+             for i in range(policies)]
+    return NetworkObjects((1,), rules, {NAMESPACE: {"kubernetes.io/metadata.name": NAMESPACE}}, made, [])
+
+
+def request(obj: dict[str, Any]) -> AdmissionRequest:
+    review = review_for(obj, namespace=NAMESPACE)
+    return decode_review(orjson.dumps(review), 64)
+
+
+def refused(facts: Any) -> bool:
+    """Whether the rule would refuse on these facts: a pod not confined, a pod un-confined, one exposed."""
+    facts = facts or {}
+    return bool(facts.get("unconfines") or facts.get("exposes")
+                or any(not found["confined"] for found in facts.get("pods", [])))
+
+
+def cpu_ms(run: Callable[[], object]) -> float:
+    started = time.process_time()
+    run()
+    return (time.process_time() - started) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--policies", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--distinct-labels", action="store_true",
+                        help="every pod its own label set (the tenant's worst case for the class index)")
+    args = parser.parse_args()
+    config = load_config()
+    # internal ranges as a platform configures them: the policies' 10.x blocks are inside
+    placement = config.placement.__class__(**{**config.placement.__dict__, "egress": config.placement.egress.__class__(
+        ("10.0.0.0/8",), config.placement.egress.allowed_peers)})
+    network = crowded(args.policies, args.pods, args.distinct_labels)
+    index_started = time.process_time()
+    egress_facts(request(pod("warm", SENSITIVE)), [pod("warm", SENSITIVE)], network, placement)
+    index_ms = (time.process_time() - index_started) * 1000
+    cases: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
+        "baseline": (pod("same", dict(network.pods[3]["metadata"]["labels"])), []),
+        "sensitive pod": (pod("vault", SENSITIVE), [pod("vault", SENSITIVE)]),
+        "new pod class": (pod("fresh", {"app": "fresh"}), []),
+        "NetworkPolicy": ({**network.policies[0], "metadata": {"name": "another", "namespace": NAMESPACE}}, []),
+    }
+    requests = {name: (request(obj), judged or [obj]) for name, (obj, judged) in cases.items()}
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    found: dict[str, object] = {}
+    def judge(name: str) -> None:
+        req, judged = requests[name]
+        found[name] = egress_facts(req, judged, network, placement)
+
+    for _ in range(args.rounds):  # interleaved: drift in the machine's speed hits every case alike
+        for name in requests:
+            times[name].append(cpu_ms(lambda: judge(name)))  # noqa: B023 - called at once, in this iteration
+    base = statistics.median(times["baseline"])
+    labels = ", each its own labels" if args.distinct_labels else ""
+    print(f"{args.policies} NetworkPolicies, {args.pods} pods ({args.pods // 10} sensitive{labels}), {args.rounds} "
+          f"interleaved rounds, CPU ms per write (median, each round in brackets); the state indexed once: "
+          f"{index_ms:.1f} ms")
+    for name, runs in times.items():
+        ratio = statistics.median(runs) / base if base else float("inf")
+        print(f"{name:14s} {statistics.median(runs):9.3f} ms ({'/'.join(f'{t:.3f}' for t in runs)}), "
+              f"{ratio:.0f}x the baseline's; refused: {refused(found[name])}")
+
+
+if __name__ == "__main__":
+    main()
