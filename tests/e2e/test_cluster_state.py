@@ -120,10 +120,11 @@ def test_the_annotation_cannot_take_a_tenant_into_another_tenants_queue(kube):
 
 def test_vgate_reads_the_cluster_with_its_chart_role_and_no_more(kube):
     account = "system:serviceaccount:vgate-system:vgate"
-    reads = ("namespaces", "nodes", "pods", "queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh",
-             "priorityclasses.scheduling.k8s.io")
+    reads = ("namespaces", "nodes", "pods", "services", "networkpolicies.networking.k8s.io",
+             "queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh", "priorityclasses.scheduling.k8s.io")
     writes = ("list secrets", "get configmaps", "create pods", "create pods/binding", "create bindings",
-              "patch namespaces", "patch nodes", "update podgroups.scheduling.volcano.sh", "delete pods")
+              "patch namespaces", "patch nodes", "update podgroups.scheduling.volcano.sh", "delete pods",
+              "create networkpolicies.networking.k8s.io", "patch services", "list endpoints")
     asked = [f"{verb} {resource}" for resource in reads for verb in ("get", "list", "watch")] + list(writes)
     can = {question: kube.run("auth", "can-i", *question.split(), f"--as={account}").stdout.strip()
            for question in asked}

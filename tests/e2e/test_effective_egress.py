@@ -194,9 +194,13 @@ def test_vgate_eval_reading_the_cluster_decides_as_the_server(tenant: Kube, name
         server.stderr, verdict)
 
 
-def test_a_namespace_relabelled_into_a_peer_of_sensitive_pods_is_refused(control_plane: Kube, running: str) -> None:
+def test_a_namespace_relabelled_into_a_peer_of_sensitive_pods_is_refused(control_plane: Kube, tenant: Kube,
+                                                                         running: str) -> None:
     """A policy lets sensitive pods reach namespaces labelled tier=research (none is yet); the admin
     labelling a namespace whose pods reach anywhere tier=research would open a way out."""
+    site = sensitive_pod(unique("site"), "zone-a")
+    site["metadata"]["labels"] = {"app": "site"}  # an ordinary pod: no policy of its namespace selects it
+    assert tenant.create(site, namespace=BARE).ok
     research = {"namespaceSelector": {"matchLabels": {"tier": "research"}}}
     to_research = network_policy("to-research", [{"to": [research]}], {"vgate.io/egress": "deny"})
     assert control_plane.apply(to_research).ok

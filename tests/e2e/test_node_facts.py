@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from test_placement import sensitive_pod
 
 from e2e import cluster
 from e2e.kube import Kube, decisions
+
+from test_admission import TRAINING, running_on_a_node, unique
 
 NODE = "zone-b-sev-1"
 ZONE = "topology.kubernetes.io/zone"
@@ -54,3 +57,18 @@ def test_an_admins_move_is_allowed_and_recorded(control_plane: Kube, as_node: Ku
     assert moved.ok, moved.stderr
     [record] = node_records()[before:]
     assert (record["user"], record["allowed"]) == ("kubernetes-admin", True)
+
+
+def test_after_the_refused_move_a_sensitive_pod_of_zone_a_never_lands_on_that_node(control_plane: Kube,
+                                                                                  as_node: Kube) -> None:
+    """The mission's failure: the node's own relabel into zone-a refused, Volcano's scheduler places a
+    sensitive pod pinned to zone-a on a zone-a node, and its binding records the zone it is in."""
+    assert not as_node.run("label", "node", NODE, f"{ZONE}=zone-a", "--overwrite").ok
+    name = unique("pinned")
+    created = control_plane.create(sensitive_pod(name, "zone-a"), namespace=TRAINING)
+    assert created.ok, created.stderr
+    placed = running_on_a_node(control_plane, TRAINING, name)
+    assert placed and placed["spec"]["nodeName"] != NODE
+    node = control_plane.get("node", placed["spec"]["nodeName"]) or {}
+    assert node["metadata"]["labels"][ZONE] == "zone-a"
+    control_plane.run("delete", "pod", name, "-n", TRAINING, "--wait=false")

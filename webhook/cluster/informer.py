@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,10 @@ class Informer:
         self.last_contact: float | None = None  # when the API server last answered (list, event, bookmark)
         self.error: str | None = None
         self.changes = 0  # bumped by every list and every change: what the inventory's version counts
+        # objects per (namespace, label set), and a count bumped when a label set appears or goes: pods
+        # come and go all the time, the label sets they come in rarely (effective egress reads those)
+        self.label_sets: Counter[tuple[str, frozenset[tuple[str, str]]]] = Counter()
+        self.label_set_changes = 0
         self._connect = connect
         self._watch_seconds = watch_seconds
         self._backoff = backoff_seconds
@@ -96,8 +101,12 @@ class Informer:
         indexed: dict[tuple[str, str], set[str]] = {}
         for key, kept in fresh.items():
             self._index(indexed, key, kept, add=True)
+        label_sets: Counter[tuple[str, frozenset[tuple[str, str]]]] = Counter(
+            _label_set(key, kept) for key, kept in fresh.items())
         self.store, self.indexed = fresh, indexed  # readers see the old store or the new, never half of one
+        self.label_sets = label_sets
         self.changes += 1
+        self.label_set_changes += 1
         self._contact()
         self.synced.set()
         return str(page["metadata"]["resourceVersion"])
@@ -121,15 +130,28 @@ class Informer:
         before = self.store.get(key)
         if kept != before:  # a status-only change (a node's heartbeat) changes nothing kept
             self._index(self.indexed, key, before, add=False)
+            self._count(key, before, -1)
             self.store[key] = kept
             self._index(self.indexed, key, kept, add=True)
+            self._count(key, kept, 1)
             self.changes += 1
 
     def remove(self, obj: dict[str, Any]) -> None:
         before = self.store.pop(_key(obj), None)
         if before is not None:
             self._index(self.indexed, _key(obj), before, add=False)
+            self._count(_key(obj), before, -1)
             self.changes += 1
+
+    def _count(self, key: tuple[str, str], kept: dict[str, Any] | None, step: int) -> None:
+        if kept is None:
+            return
+        label_set = _label_set(key, kept)
+        self.label_sets[label_set] += step
+        if self.label_sets[label_set] == (1 if step > 0 else 0):  # a label set appeared, or went
+            self.label_set_changes += 1
+        if self.label_sets[label_set] <= 0:
+            del self.label_sets[label_set]
 
     def _index(self, indexed: dict[tuple[str, str], set[str]], key: tuple[str, str], kept: dict[str, Any] | None,
                *, add: bool) -> None:
@@ -147,6 +169,10 @@ class Informer:
     def _contact(self) -> None:
         self.last_contact = self._clock()
         self.error = None
+
+
+def _label_set(key: tuple[str, str], kept: dict[str, Any]) -> tuple[str, frozenset[tuple[str, str]]]:
+    return key[0], frozenset(((kept.get("metadata") or {}).get("labels") or {}).items())
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str]:

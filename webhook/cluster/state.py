@@ -262,7 +262,10 @@ class ClusterState:
         if missing:
             return f"the cluster state has not been listed yet: {', '.join(missing)}"
         stores = [self.informers[kind].store for kind in NETWORK_KINDS]
-        version = tuple(self.informers[kind].changes for kind in NETWORK_KINDS)
+        # pods count by the label sets they come in: a pod more or less of a set already there changes
+        # no verdict (messages may then name a pod of the set that has gone), and pods churn all day
+        version = tuple(self.informers[kind].label_set_changes if kind == "Pod" else self.informers[kind].changes
+                        for kind in NETWORK_KINDS)
         if self._network is None or self._network.version != version:
             policies, namespaces, pods, services = (list(store.values()) for store in stores)
             self._network = NetworkObjects(version, policies, {_name(n): labels_of(n) for n in namespaces}, pods,

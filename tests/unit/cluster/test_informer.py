@@ -128,3 +128,21 @@ def test_pods_and_pod_groups_are_not_given_to_policies_as_inventory():
     state.informers["Pod"].put(member("p1", "g"))
     assert state.version() == version  # a pod's change does not resend the inventory
     assert set(state.inventory()["cluster"]["v1"]) == {"Node"} and state.inventory()["namespace"] == {}
+
+
+def test_pods_churning_in_label_sets_already_there_leave_effective_egress_indexed_as_it_was():
+    """Pods come and go all day; the label sets they come in rarely. Effective egress is indexed again
+    only when a label set appears or goes (or a policy, a namespace's labels, a Service changes)."""
+    state = state_of({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}},
+                     pod("web-0", "web", labels={"app": "web"}))
+    pods = state.informers["Pod"]
+    first = state.network()
+    pods.put(pod("web-1", "web", labels={"app": "web"}))
+    pods.put({**pod("web-1", "web", labels={"app": "web"}), "spec": {"nodeName": "n1"}})  # bound
+    pods.remove(pod("web-0", "web", labels={"app": "web"}))
+    assert state.network() is first
+    pods.put(pod("relay", "web", labels={"app": "cache"}))  # a label set no pod had
+    second = state.network()
+    assert second is not first and {p["metadata"]["name"] for p in second.pods} == {"web-1", "relay"}
+    pods.remove(pod("relay", "web", labels={"app": "cache"}))  # the last of its set
+    assert state.network() is not second
