@@ -193,14 +193,21 @@ def owned_by(kube: Kube, name: str, owners: list[str], **labels: str) -> dict[st
 def test_an_executor_is_its_drivers_whatever_its_owners_order_its_own_labels_or_the_watch_say(kube: Kube) -> None:
     """Issue 34's owner bypasses, each admitted before: owners [an ordinary pod, the sensitive driver]
     inherited nothing; an executor labelled public (or egress allow) kept its label; an executor of a
-    driver vgate has not seen was judged as an ordinary pod. Now: refused as sensitive and unpinned,
+    driver vgate has not seen was judged as an ordinary pod; an executor pinned to zone-b beside its
+    zone-a driver was admitted and bound there. Now: refused as outside its sensitive driver's zone,
     refused as contradicting its driver, refused per server.failureMode (deny)."""
     driver = driver_pod(kube, unique("owners-driver"))
     ordinary = unique("owners-ordinary")
     assert kube.create(ordinary_pod(ordinary), namespace=TRAINING).ok
     assert eventually(lambda: kube.get("pod", ordinary, TRAINING))
     second = kube.create(owned_by(kube, unique("exec-second"), [ordinary, driver]), namespace=TRAINING)
-    assert not second.ok and "[placement-single-zone]" in second.stderr, second.stderr
+    assert not second.ok and f"where its owner pod {driver} is pinned to topology.kubernetes.io/zone=zone-a" \
+        in second.stderr, second.stderr  # unpinned, where its (sensitive) driver is pinned: not its driver's zone
+    elsewhere = owned_by(kube, unique("exec-zone-b"), [driver])
+    elsewhere["spec"]["nodeSelector"] = {**PINNED, "topology.kubernetes.io/zone": "zone-b"}
+    refused = kube.create(elsewhere, namespace=TRAINING)  # one Spark job in two datacenters, without a PodGroup
+    assert not refused.ok and "topology.kubernetes.io/zone=zone-b where its owner pod" in refused.stderr, \
+        refused.stderr
     for label in ({"vgate.io/data-classification": "public"}, {"vgate.io/egress": "allow"}):
         contrary = kube.create(owned_by(kube, unique("exec-contrary"), [driver], **label), namespace=TRAINING)
         assert not contrary.ok and "where its owner pod carries" in contrary.stderr, contrary.stderr
@@ -300,3 +307,34 @@ def test_sparks_own_pod_group_is_judged_as_volcano_pod_groups_are(kube: Kube, tm
         else:
             assert code != 0 and "[scheduling-queue-allowed]" in output, output[-2000:]
             assert not groups[-1]["allowed"]
+
+
+@pytest.mark.parametrize(("conf", "answer"), [
+    ({"spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone": "zone-b"},
+     "a sensitive Spark application runs in one zone: spec.driver to zone-a, spec.executor to zone-b"),
+    ({"spark.kubernetes.executor.label.vgate.io/data-classification": "public"},
+     "spec.executor carries vgate.io/data-classification=public where another role carries"),
+    ({"spark.kubernetes.executor.podTemplateFile": "/opt/spark/executor.yaml"},
+     "names a pod template file vgate cannot read at admission"),
+], ids=["executor-zone-b", "executor-public", "pod-template-file"])
+def test_spark_conf_cannot_take_a_sensitive_jobs_executors_elsewhere(kube: Kube, spark_crds: None,
+                                                                      conf: dict[str, str], answer: str) -> None:
+    """Issue 34: sparkConf was not read, so the executors of a sensitive driver pinned to zone-a could be
+    sent to zone-b, relabelled public or built from a template file vgate never saw."""
+    app = application(unique("spark-conf"), labels=SENSITIVE, nodeSelector={
+        "topology.kubernetes.io/zone": "zone-a", "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"})
+    app["spec"]["sparkConf"] = {**(app["spec"].get("sparkConf") or {}), **conf}
+    result = kube.create(app, namespace=TRAINING)
+    assert not result.ok and answer in result.stderr, result.stderr
+
+
+def test_a_spark_config_map_is_refused_and_unread_spark_conf_is_said(kube: Kube, spark_crds: None) -> None:
+    app = application(unique("spark-cm"))
+    app["spec"]["sparkConfigMap"] = "etl-defaults"
+    result = kube.create(app, namespace=TRAINING)
+    assert not result.ok and "sparkConfigMap etl-defaults holds Spark settings vgate cannot read" in result.stderr
+    app = application(unique("spark-warned"))
+    app["spec"]["sparkConf"] = {"spark.kubernetes.executor.annotation.team": "etl"}
+    result = kube.create(app, namespace=TRAINING)
+    assert result.ok, result.stderr
+    assert "sparkConf spark.kubernetes.executor.annotation.team is not judged by vgate" in result.stderr

@@ -46,7 +46,7 @@ from .kind_handler import (
     namespace_context,
 )
 from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
-from .spark import executor_instances, owner_pods, owners_classification, role_pod_specs, spark_pods
+from .spark import executor_instances, owner_pods, owners_classification, role_pod_specs, spark_pods, unjudged_conf
 from .workloads import labels_of, task_templates
 
 
@@ -67,20 +67,28 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
     names = owner_pods(pod) if request.operation == "CREATE" and pod is not None else []
     if pod is None or not names:  # most pods: nothing to inherit, nothing more to read
         return context
-    owners = []
+    owners, zones = [], {}
+    zone_label = config.placement.zone_label
     for name in names:
         found = view.pod(request.namespace, name)
         if found is None:
             return dataclasses.replace(context, unknown_owner=name)
         owners.append(labels_of(found))
+        zones[name] = ((found.get("spec") or {}).get("nodeSelector") or {}).get(zone_label)
     sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
     restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
     theirs = owners_classification(owners, restricting)
     own = labels_of(pod)
-    contrary = tuple(f"{key}={own[key]} where its owner pod carries {key}={value}" for key, value in theirs.items()
-                     if key in own and own[key] != value and value == restricting[key])
+    contrary = [f"{key}={own[key]} where its owner pod carries {key}={value}" for key, value in theirs.items()
+                if key in own and own[key] != value and value == restricting[key]]
+    # a sensitive job is one zone: an executor pinned elsewhere than its driver (both pins are immutable
+    # once the pods exist, so no interleaving of creates or bindings can split them)
+    own_zone = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(zone_label)
+    if {**own, **theirs}.get(sensitive.key) == sensitive.value:
+        contrary += [f"{zone_label}={own_zone or '(none)'} where its owner pod {name} is pinned to {zone_label}={zone}"
+                     for name, zone in zones.items() if zone and own_zone != zone]
     inherited = {key: value for key, value in theirs.items() if key not in own}
-    return dataclasses.replace(context, inherited=inherited or None, contrary=contrary)
+    return dataclasses.replace(context, inherited=inherited or None, contrary=tuple(contrary))
 
 
 def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
@@ -91,7 +99,7 @@ def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext)
                               f"{context.unknown_owner} is not in vgate's cluster state (created moments ago, "
                               "or cluster.watch is off), and a pod is judged with its owner's classification")
     if context.contrary:
-        raise SparkSpecError("a pod has the classification of the pod that owns it (a Spark executor its "
+        raise SparkSpecError("a pod has the classification and zone of the pod that owns it (a Spark executor its "
                              f"driver's): it carries {'; '.join(context.contrary)}")
     if not context.inherited:
         return as_submitted(request, config, context)
@@ -121,16 +129,42 @@ def _spark_pod_specs(kind: str) -> Callable[[Mapping[str, Any]], PodSpecs]:
 
 
 def _judged_spark(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
-    """The driver and executor pods, each as /mutate will deliver it; SparkSpecError when its pods
-    cannot be told, or it may run more executors than the gateway judges."""
+    """The driver and executor pods, each as /mutate will deliver it, as one unit: each carries the
+    application's classification (a role's own contrary label is a SparkSpecError, as an executor's
+    is against its driver), and a sensitive application's roles pin one zone. SparkSpecError when
+    its pods cannot be told, or it may run more executors than the gateway judges."""
     obj = request.object or request.old_object or {}
     executors, most = executor_instances(obj, request.kind), config.server.max_tasks_per_job
     if executors > most:
         raise SparkSpecError(f"it may run {executors} executors; the gateway judges at most {most} "
                              "(server.maxTasksPerJob)")
+    pods = spark_pods(obj, request.kind)
+    _as_one_unit(pods, labels_of(obj), config)
     return [Judged(f"{request.kind} {request.qualified_name} {where}: ",
                    *as_delivered(request, pod, config, context.namespace_queue))
-            for where, pod in spark_pods(obj, request.kind)]
+            for where, pod in pods]
+
+
+def _as_one_unit(pods: list[tuple[str, dict[str, Any]]], own: dict[str, str], config: Config) -> None:
+    """A Spark job is one placement unit: the driver's and executors' classification is the job's
+    (its own metadata's or any role's; a role lacking it gets it, one saying otherwise is refused), and
+    a sensitive job's roles are pinned to the same zone."""
+    sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
+    restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
+    unit = owners_classification([own, *(labels_of(pod) for _, pod in pods)], restricting)
+    for where, pod in pods:
+        labels = pod["metadata"]["labels"]
+        contrary = [f"{key}={labels[key]}" for key, value in unit.items()
+                    if key in labels and labels[key] != value and value == restricting[key]]
+        if contrary:
+            raise SparkSpecError(f"a Spark application is one unit: {where} carries {', '.join(contrary)} where "
+                                 f"another role carries {', '.join(f'{k}={v}' for k, v in unit.items())}")
+        labels.update({key: value for key, value in unit.items() if key not in labels})
+    if unit.get(sensitive.key) == sensitive.value:
+        zones = {where: (pod["spec"].get("nodeSelector") or {}).get(config.placement.zone_label) for where, pod in pods}
+        if len(set(zones.values())) > 1:
+            pinned = ", ".join(f"{where} to {zone or 'no zone'}" for where, zone in zones.items())
+            raise SparkSpecError(f"a sensitive Spark application runs in one zone: {pinned}")
 
 
 def _spark_spec_changed(request: AdmissionRequest) -> bool:
@@ -159,4 +193,5 @@ def pod_controller(template: Template) -> KindHandler:
 def spark_application(kind: str) -> KindHandler:
     """A SparkApplication, or a ScheduledSparkApplication (its application in ``spec.template``)."""
     return KindHandler(_spark_pod_specs(kind), _judged_spark, mutator=mutators.SPARK_APPLICATION,
-                       new_pods=_spark_spec_changed, judges_pods=True)
+                       new_pods=_spark_spec_changed, judges_pods=True,
+                       warnings=lambda request: unjudged_conf(request.object or {}, kind))

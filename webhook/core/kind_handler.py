@@ -145,3 +145,6 @@ class KindHandler:
     # what ``judged`` gives the engine are pods (or make them: a Volcano Job's tasks), whose effective
     # egress is judged when sensitive; False for what only carries a workload's labels (a PodGroup)
     judges_pods: bool = False
+    # what the object says that vgate does not judge (a Spark application's unmodelled sparkConf
+    # keys): the decision's warnings, never ignored silently
+    warnings: Callable[[AdmissionRequest], list[str]] = lambda request: []

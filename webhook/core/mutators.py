@@ -13,7 +13,7 @@ from .config import Config
 from .patching import FieldPath, Mutation, Mutator
 from .qos import QOS_ANNOTATION, apply_qos, kubernetes_qos, requested_qos
 from .queues import QUEUE_ANNOTATION, queue_and_source
-from .spark import app_path
+from .spark import app_path, role_labels
 from .workloads import annotations_of, labels_of, matches_globs, set_annotation, task_templates
 
 _DEFAULT_SCHEDULERS = (None, "", "default-scheduler")
@@ -43,7 +43,8 @@ def _pod_group_fields(group: dict[str, Any]) -> list[FieldPath]:
 def _spark_fields(application: dict[str, Any]) -> list[FieldPath]:
     app: FieldPath = app_path(application.get("kind"))
     return [("metadata", "annotations"), (*app, "batchScheduler"), (*app, "batchSchedulerOptions"),
-            (*app, "driver", "coreLimit"), (*app, "executor", "coreLimit")]
+            (*app, "driver", "coreLimit"), (*app, "executor", "coreLimit"), (*app, "driver", "labels"),
+            (*app, "executor", "labels")]
 
 
 def _resource_fields(prefix: FieldPath, spec: Any) -> list[FieldPath]:
@@ -112,6 +113,24 @@ def _classify_tasks(job: dict[str, Any], config: Config) -> None:
             metadata["labels"].setdefault(key, value)
 
 
+def _classify_roles(app: dict[str, Any], application: dict[str, Any], config: Config) -> None:
+    """A Spark application is one unit: a classification label any role (or the application's own
+    metadata) carries goes to each role's ``labels`` that lacks it, so the driver and executor pods the
+    operator and the driver create carry it (a role's contrary label is left for /validate to refuse)."""
+    roles = {name: role for name in ("driver", "executor") if isinstance(role := app.get(name), dict)}
+    said = [labels_of(application), *(role_labels(app, name) for name in roles)]
+    classification = {label.key: label.value for label in (config.placement.sensitive_label,
+                                                           config.placement.egress_deny_label)
+                      if any(labels.get(label.key) == label.value for labels in said)}
+    for name, role in roles.items():
+        if classification and not isinstance(role.get("labels"), dict):
+            role["labels"] = {}
+        own = role_labels(app, name)  # sparkConf's too: a contrary one there is refused, not overridden
+        for key, value in classification.items():
+            if key not in own:
+                role["labels"][key] = value
+
+
 def _mutate_pod_group(group: dict[str, Any], namespace: str, config: Config,
                      namespace_queue: str | None) -> Mutation:
     queue, source = _queue_and_class(group.setdefault("spec", {}), labels_of(group), namespace, config,
@@ -134,6 +153,7 @@ def _mutate_spark(application: dict[str, Any], namespace: str, config: Config,
         app["batchScheduler"] = config.volcano.scheduler_name
     definition = config.queue(queue)
     qos_class = requested_qos(annotations_of(application), config) or (definition.qos_class if definition else None)
+    _classify_roles(app, application, config)
     warnings = []
     for role_name in ("driver", "executor"):
         role = app.get(role_name)

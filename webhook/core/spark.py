@@ -108,20 +108,81 @@ def role_pod_specs(obj: Mapping[str, Any], kind: str) -> list[tuple[str, dict[st
             for where, role_name in ROLES if isinstance(role := app.get(role_name), dict)]
 
 
+# sparkConf keys that shape the pods, as Spark reads them (resource-managers/kubernetes/core/.../k8s/
+# Config.scala and KubernetesConf.scala: a role's node selector is the general one with the role's
+# own added over it, BasicDriverFeatureStep/BasicExecutorFeatureStep); the operator turns its spec
+# fields into the same keys after sparkConf's (spark-operator internal/controller/sparkapplication/
+# submission.go), and spark-submit keeps the last of a repeated --conf, so the spec's own wins.
+NODE_SELECTOR = "spark.kubernetes.node.selector."
+IMAGE = "spark.kubernetes.container.image"
+UNJUDGEABLE = ("podTemplateFile", "podTemplateContainerName")  # files on the submitter's disk
+
+
+def _role_conf(role_name: str) -> tuple[str, str, str]:
+    """The sparkConf prefixes of a role: its labels, its node selector, its image."""
+    return (f"spark.kubernetes.{role_name}.label.", f"spark.kubernetes.{role_name}.node.selector.",
+            f"spark.kubernetes.{role_name}.container.image")
+
+
+def _prefixed(conf: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    return {key[len(prefix):]: str(value) for key, value in conf.items() if key.startswith(prefix) and key != prefix}
+
+
+def spark_conf(app: Mapping[str, Any], strict: bool = True) -> dict[str, str]:
+    """``sparkConf`` as strings; with ``strict``, SparkSpecError for what vgate cannot judge: a pod
+    template file (on the submitter's disk, never seen at admission) or a ``sparkConfigMap``
+    (spark-defaults.conf in a ConfigMap, which vgate's role does not read: put its pod settings in
+    sparkConf). Not strict: what the size limits count, before anything is judged."""
+    conf = app.get("sparkConf")
+    conf = {str(key): str(value) for key, value in conf.items()} if isinstance(conf, Mapping) else {}
+    if not strict:
+        return conf
+    for key in conf:
+        if key.startswith("spark.kubernetes.") and key.rsplit(".", 1)[-1] in UNJUDGEABLE:
+            raise SparkSpecError(f"sparkConf {key} names a pod template file vgate cannot read at admission: "
+                                 "give the template as spec.driver.template / spec.executor.template")
+    if app.get("sparkConfigMap"):
+        raise SparkSpecError(f"sparkConfigMap {app['sparkConfigMap']} holds Spark settings vgate cannot read at "
+                             "admission (its role reads no ConfigMaps): give the pods' settings in sparkConf")
+    return conf
+
+
+def role_labels(app: Mapping[str, Any], role_name: str) -> dict[str, str]:
+    """The labels a role's pod gets from the application: its template's, sparkConf's, its own."""
+    found = app.get(role_name)
+    role: dict[str, Any] = found if isinstance(found, dict) else {}
+    template: dict[str, Any] = role["template"] if isinstance(role.get("template"), dict) else {}
+    return {**((template.get("metadata") or {}).get("labels") or {}),
+            **_prefixed(spark_conf(app, strict=False), _role_conf(role_name)[0]), **(role.get("labels") or {})}
+
+
+def unjudged_conf(obj: Mapping[str, Any], kind: str) -> list[str]:
+    """The sparkConf keys that may shape the pods (``spark.kubernetes.*``) and that vgate does not model:
+    said in the decision's warnings, never ignored silently."""
+    conf = app_spec(obj, kind).get("sparkConf")
+    if not isinstance(conf, Mapping):
+        return []
+    modelled = (NODE_SELECTOR, IMAGE, *(p for role in ("driver", "executor") for p in _role_conf(role)))
+    return sorted(f"sparkConf {key} is not judged by vgate (it may shape the pods; check it)" for key in conf
+                  if str(key).startswith("spark.kubernetes.") and not str(key).startswith(modelled))
+
+
 def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: str, where: str,
          sized: bool = True) -> dict[str, Any]:
     template: dict[str, Any] = role["template"] if isinstance(role.get("template"), dict) else {}
+    conf = spark_conf(app, strict=sized)
+    _, selector_prefix, image_key = _role_conf(role_name)
     metadata = dict(template.get("metadata") or {})
     metadata["name"] = f"{app_name}-driver" if role_name == "driver" else f"{app_name}-exec-1"
-    metadata["labels"] = {**(metadata.get("labels") or {}), **(role.get("labels") or {}),
-                          SPARK_ROLE: role_name, APP_NAME_LABEL: app_name}
+    metadata["labels"] = {**role_labels(app, role_name), SPARK_ROLE: role_name, APP_NAME_LABEL: app_name}
     if role.get("annotations") or metadata.get("annotations"):
         metadata["annotations"] = {**(metadata.get("annotations") or {}), **(role.get("annotations") or {})}
     spec = dict(template.get("spec") or {})
     options = app.get("batchSchedulerOptions") or {}
     scheduler = role.get("schedulerName") or ("volcano" if app.get("batchScheduler") == "volcano" else None)
     priority = role.get("priorityClassName") or options.get("priorityClassName")
-    selector = {**(spec.get("nodeSelector") or {}), **(app.get("nodeSelector") or {}),
+    selector = {**(spec.get("nodeSelector") or {}), **_prefixed(conf, NODE_SELECTOR),
+                **(app.get("nodeSelector") or {}), **_prefixed(conf, selector_prefix),
                 **(role.get("nodeSelector") or {})}
     fields = {"schedulerName": scheduler, "priorityClassName": priority, "nodeSelector": selector or None,
               "affinity": role.get("affinity"), "tolerations": role.get("tolerations"),
@@ -130,8 +191,8 @@ def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: st
               "shareProcessNamespace": role.get("shareProcessNamespace"),
               "volumes": app.get("volumes"), "initContainers": role.get("initContainers")}
     spec.update({key: value for key, value in fields.items() if value is not None})
-    container: dict[str, Any] = {"name": f"spark-kubernetes-{role_name}",
-                                 "image": role.get("image") or app.get("image") or ""}
+    image = role.get("image") or conf.get(image_key) or app.get("image") or conf.get(IMAGE) or ""
+    container: dict[str, Any] = {"name": f"spark-kubernetes-{role_name}", "image": image}
     if sized:
         container["resources"] = container_resources(app, role, where)
     for key, field in (("securityContext", "securityContext"), ("volumeMounts", "volumeMounts"), ("ports", "ports"),

@@ -101,8 +101,10 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
     result = PolicyResult(tuple(v for r in results for v in r.deny), tuple(v for r in results for v in r.warn))
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
                        labels=labels_of(judged[0].obj), now=now)
-    return Validation(_decide(request, outcomes, engine.revision), outcomes, result, engine=answers[0][1].engine,
-                      fallback=answers[0][1].fallback, egress=egress)
+    decision = _decide(request, outcomes, engine.revision)
+    decision.warnings += handler.warnings(request)
+    return Validation(decision, outcomes, result, engine=answers[0][1].engine, fallback=answers[0][1].fallback,
+                      egress=egress)
 
 
 def _decide(request: AdmissionRequest, outcomes: list[Outcome], revision: str) -> Decision:

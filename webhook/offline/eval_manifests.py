@@ -56,7 +56,8 @@ class Verdict:
             "source": self.source, "kind": self.manifest.get("kind"),
             "namespace": (self.result.mutated.get("metadata") or {}).get("namespace"),
             "name": (self.result.mutated.get("metadata") or {}).get("name"),
-            "allowed": decision.allowed, "patch": self.result.mutation.patch,
+            "allowed": decision.allowed, "message": decision.message or None,  # a refusal before the rules too
+            "patch": self.result.mutation.patch,
             "violations": [{"rule": o.rule, "message": o.message, "action": o.action, "exception": o.exception}
                            for o in self.result.validation.outcomes],
             "warnings": decision.warnings, "error": self.result.validation.error,

@@ -178,7 +178,7 @@ def test_an_executor_of_a_sensitive_driver_is_judged_and_labelled_as_sensitive()
 
 def test_vgate_eval_judges_an_executor_with_its_drivers_labels_as_the_server_does(tmp_path):
     """The driver given before its executors (as the server's cluster state holds it): an unpinned
-    executor is refused as sensitive, a pinned one admitted and labelled. vgate eval judged both
+    executor is refused (not in its driver's zone), a pinned one admitted and labelled. vgate eval judged both
     on their own labels before its context came from the registry's handler, as the server's does."""
     import subprocess
 
@@ -198,7 +198,8 @@ def test_vgate_eval_judges_an_executor_with_its_drivers_labels_as_the_server_doe
                             timeout=120)
     verdicts = json.loads(result.stdout)
     assert [v["allowed"] for v in verdicts] == [True, False, True], verdicts
-    assert "placement-single-zone" in [v["rule"] for v in verdicts[1]["violations"] if v["action"] == "deny"]
+    # unpinned where its driver is pinned to zone-a: one job, one zone (refused before the rules)
+    assert "where its owner pod etl-driver is pinned to topology.kubernetes.io/zone=zone-a" in json.dumps(verdicts[1])
     labels = verdicts[2]["object"]["metadata"]["labels"]
     assert {key: labels[key] for key in SENSITIVE} == SENSITIVE
 
@@ -295,3 +296,83 @@ def test_an_executor_whose_driver_is_not_known_yet_follows_the_failure_mode():
     allowed = judged_among(executor(), Pods(), "server: {failureMode: allow}\n")
     assert allowed.decision.allowed and "not in vgate's cluster state" in allowed.decision.warnings[0]
     assert judged_among(executor(), Pods(SENSITIVE_DRIVER)).error is None  # known: judged
+
+
+def pinned_driver_only(app: dict[str, Any]) -> dict[str, Any]:
+    """A sensitive application pinned through its driver alone (spec.driver.nodeSelector)."""
+    sensitive(app, pinned=False)
+    app["spec"]["driver"]["nodeSelector"] = {ZONE: "zone-a", SEV: "true"}
+    return app
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ({"spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone": "zone-b",
+      "spark.kubernetes.executor.node.selector." + SEV: "true"},
+     "a sensitive Spark application runs in one zone: spec.driver to zone-a, spec.executor to zone-b"),
+    ({"spark.kubernetes.executor.label.vgate.io/data-classification": "public"},
+     "spec.executor carries vgate.io/data-classification=public where another role carries"),
+    ({"spark.kubernetes.driver.podTemplateFile": "/opt/templates/driver.yaml"},
+     "sparkConf spark.kubernetes.driver.podTemplateFile names a pod template file vgate cannot read"),
+])
+def test_spark_conf_is_read_as_spark_reads_it_and_the_job_is_one_unit(conf, message):
+    """Issue 34: sparkConf's node selectors, labels and pod template files were not read; an executor
+    pinned elsewhere by sparkConf (or relabelled public) made one Spark job two."""
+    app = pinned_driver_only(spark_application())
+    del app["spec"]["executor"]["labels"]  # the spec's own fields win over sparkConf (the operator's --conf last)
+    app["spec"]["sparkConf"] = conf
+    refused = judged(app)
+    assert not refused.decision.allowed and message in refused.decision.message, refused.decision.message
+    assert refused.decision.audit_annotations == {"refused": "spark-spec"}
+
+
+def test_a_spark_config_map_vgate_cannot_read_is_refused_with_its_name():
+    app = spark_application()
+    app["spec"]["sparkConfigMap"] = "etl-defaults"
+    refused = judged(app).decision
+    assert not refused.allowed
+    assert "sparkConfigMap etl-defaults holds Spark settings vgate cannot read" in refused.message
+
+
+def test_a_driver_only_classification_makes_the_executors_sensitive_too():
+    """The unit is sensitive if any role says so: executors unpinned are refused at the application,
+    and /mutate writes the label to the executor role so the pods carry it."""
+    app = sensitive(spark_application(), pinned=True)
+    del app["spec"]["executor"]["labels"]
+    assert judged(app).decision.allowed
+    app["spec"].pop("nodeSelector")
+    app["spec"]["driver"]["nodeSelector"] = {ZONE: "zone-a", SEV: "true"}
+    refused = judged(app).decision
+    assert "[placement-single-zone] SparkApplication ml-training/etl spec.executor" in refused.message or \
+        "runs in one zone" in refused.message, refused.message
+    body = review(app)
+    from webhook.files.config_file import load_config
+    patch = mutate(decode_review(orjson.dumps(body), 100), load_config()).patch
+    assert {"op": "add", "path": "/spec/executor/labels", "value": SENSITIVE} in patch, patch
+
+
+def test_spark_conf_the_model_does_not_read_is_said_and_the_image_it_names_is_judged():
+    app = sensitive(spark_application(), pinned=True)
+    app["spec"]["sparkConf"] = {"spark.kubernetes.executor.annotation.team": "etl",
+                                "spark.sql.shuffle.partitions": "8",
+                                "spark.kubernetes.executor.container.image": "registry.example.com/spark:latest"}
+    result = judged(app).decision
+    assert "sparkConf spark.kubernetes.executor.annotation.team is not judged by vgate" in " ".join(result.warnings)
+    assert "spark.sql" not in " ".join(result.warnings)
+    assert not result.allowed and "[supply-chain-image-registry] SparkApplication ml-training/etl spec.executor" \
+        in result.message, result.message
+
+
+def test_an_executor_pinned_to_another_zone_than_its_sensitive_driver_is_refused():
+    """Issue 34: an executor of a zone-a driver pinned to zone-b was admitted, and bound to zone-b when
+    there was no PodGroup to compare with. Both pins are immutable once the pods exist, so no
+    interleaving of creates or bindings splits the job."""
+    driver = copy.deepcopy(SENSITIVE_DRIVER)
+    driver["spec"] = {"nodeSelector": {ZONE: "zone-a", SEV: "true"}}
+    elsewhere = judged_among(executor(nodeSelector={ZONE: "zone-b", SEV: "true"}), Pods(driver)).decision
+    assert not elsewhere.allowed and elsewhere.audit_annotations == {"refused": "spark-spec"}
+    assert "topology.kubernetes.io/zone=zone-b where its owner pod etl-driver is pinned to " \
+           "topology.kubernetes.io/zone=zone-a" in elsewhere.message, elsewhere.message
+    together = judged_among(executor(nodeSelector={ZONE: "zone-a", SEV: "true"}), Pods(driver)).decision
+    assert together.audit_annotations.get("refused") is None and "owner pod" not in together.message
+    ordinary = {**driver, "metadata": {**driver["metadata"], "labels": {"spark-role": "driver"}}}
+    assert "owner pod" not in judged_among(executor(nodeSelector={ZONE: "zone-b"}), Pods(ordinary)).decision.message
