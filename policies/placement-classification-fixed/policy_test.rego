@@ -38,3 +38,19 @@ test_allows_other_label_changes if {
 test_allows_creating_a_sensitive_pod if {
 	count(testing.denials(rule, testing.pod(sensitive, testing.compliant_spec))) == 0
 }
+
+group(labels) := {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "g", "namespace": "ml-training", "labels": labels}, "spec": {"minMember": 2}}
+
+regroup(old, new) := json.patch(
+	testing.review({"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "PodGroup"}, "UPDATE", "ml-training", group(new)),
+	[{"op": "add", "path": "/request/oldObject", "value": group(old)}],
+)
+
+test_denies_moving_a_pod_groups_zone if {
+	some violation in testing.denials(rule, regroup({"topology.kubernetes.io/zone": "zone-a"}, {"topology.kubernetes.io/zone": "zone-b"}))
+	contains(violation, `PodGroup g: its topology.kubernetes.io/zone label cannot change ("zone-a" to "zone-b")`)
+}
+
+test_allows_a_pod_groups_other_labels_to_change if {
+	count(testing.denials(rule, regroup({"topology.kubernetes.io/zone": "zone-a"}, {"topology.kubernetes.io/zone": "zone-a", "team": "x"}))) == 0
+}

@@ -162,15 +162,16 @@ def driver_pod(kube: Kube, name: str) -> str:
 
 
 def test_client_mode_executors_of_a_sensitive_driver_are_judged_as_sensitive(kube: Kube, client_mode: Any) -> None:
-    """The executors carry no label; their owner, the driver pod, is sensitive: without a zone they are
-    refused (Spark keeps asking), and none is stored."""
+    """The executors carry no label; their owner, the driver pod, is sensitive and pinned: without its
+    zone they are refused (Spark keeps asking), and none is stored."""
     driver = driver_pod(kube, unique("spark-driver"))
     name = unique("spark-exec-unpinned")
     process = client_mode(name, "--conf", f"spark.kubernetes.driver.pod.name={driver}")
     refused = eventually(lambda: [r for r in decisions_for(TRAINING, endpoint="validate")
                                   if r["name"].startswith(name) and not r["allowed"]], timeout=150)
     assert refused, "no executor reached vgate"
-    assert any(rule["id"] == "placement-single-zone" for rule in refused[0]["rules"])
+    # unpinned where its driver is pinned: outside its driver's zone (before the rules: refused spark-spec)
+    assert f"where its owner pod {driver} is pinned to topology.kubernetes.io/zone=zone-a" in refused[0]["message"]
     # /mutate gave the executor its driver's labels (recorded as inherited), which validation judged
     [labelled] = [r for r in decisions_for(TRAINING, refused[0]["name"], "mutate")][:1]
     assert labelled["inherited"] == SENSITIVE

@@ -63,6 +63,8 @@ def test_samples_are_judged_alike_by_eval_offline_and_over_https(server, config,
             assert from_eval[index]["kind"] == "Binding"
             continue
         offline = admit(manifest, config, engine, cluster=cluster)
+        if offline.validation.decision.allowed:
+            cluster.remember(offline.mutated)  # a PodGroup its members name, as vgate test and eval keep it
         assert offline.delivery is not None and offline.delivery.steps, "the model changed nothing"
         assert from_eval[index]["allowed"] is offline.validation.decision.allowed
         assert from_eval[index]["patch"] == offline.mutation.patch

@@ -9,7 +9,9 @@ inventory read them unchanged.
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -22,6 +24,7 @@ from .api import ApiServer
 from .informer import Informer, Watched
 
 KEPT_POD_ANNOTATIONS = (GROUP_ANNOTATION, QUEUE_ANNOTATION)
+log = logging.getLogger("vgate")
 
 
 def _interned(mapping: Any) -> dict[str, str]:
@@ -169,6 +172,9 @@ class ClusterState:
         self._shaped: tuple[int, dict[str, Any]] = (-1, {})
         self._bound: dict[tuple[str, str], tuple[str, float]] = {}  # bindings this worker allowed, not yet watched
         self._network: NetworkObjects | None = None  # what effective egress reads, at its version
+        self._connect = connect
+        self._api: ApiServer | None = None  # for the rare object the watch has not delivered yet
+        self._lookups = threading.Lock()
 
     @classmethod
     def of_objects(cls, objects: Iterable[dict[str, Any]]) -> ClusterState:
@@ -211,6 +217,29 @@ class ClusterState:
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A pod as kept (metadata, placement fields), or None if the watch has not delivered it."""
         return self._get("Pod", namespace, name)
+
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A PodGroup as kept (metadata, minMember, queue); one the watch has not delivered yet (a
+        PodGroup and its members applied together, `kubectl apply -f gang.yaml`) is asked of the API
+        server once; None if it does not exist or cannot be read."""
+        return self._get("PodGroup", namespace, name) or self._look_up(POD_GROUPS, namespace, name)
+
+    def holds_cluster(self) -> bool:
+        return True
+
+    def _look_up(self, watched: Watched, namespace: str, name: str) -> dict[str, Any] | None:
+        if watched.kind not in self.informers or self._connect is _never_connect:
+            return None
+        group_version, plural = watched.path.rsplit("/", 1)
+        try:
+            with self._lookups:
+                if self._api is None:
+                    self._api = self._connect()
+                found = self._api.get(f"{group_version}/namespaces/{namespace}/{plural}/{name}", timeout=2)
+        except Exception as exc:  # noqa: BLE001 - not found, or not reachable: the caller answers "not known"
+            log.debug("no %s %s/%s from the API server: %s", watched.kind, namespace, name, exc)
+            return None
+        return watched.project(found)
 
     def _get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         informer = self.informers.get(kind)

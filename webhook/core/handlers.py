@@ -32,7 +32,7 @@ import orjson
 
 from . import mutators
 from .admission import AdmissionRequest
-from .bindings import binding_context, bound, judged_binding, record_binding
+from .bindings import GROUP_ANNOTATION, VOLCANO_MADE_GROUP, binding_context, bound, judged_binding, record_binding
 from .config import Config
 from .contract import EngineInput
 from .errors import EvaluationError, SparkSpecError
@@ -47,7 +47,9 @@ from .kind_handler import (
 )
 from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
 from .spark import executor_instances, owner_pods, owners_classification, role_pod_specs, spark_pods, unjudged_conf
-from .workloads import labels_of, task_templates
+from .workloads import annotations_of, labels_of, task_templates
+
+UNIT_OWNERS = {"Job", "SparkApplication", "ScheduledSparkApplication"}  # PodGroups pinned through their owner
 
 
 def _own_spec(obj: Mapping[str, Any]) -> PodSpecs:
@@ -64,9 +66,11 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
     those it contradicts; or the owner the view does not hold."""
     context = namespace_context(request, view, config)
     pod = request.object
-    names = owner_pods(pod) if request.operation == "CREATE" and pod is not None else []
-    if pod is None or not names:  # most pods: nothing to inherit, nothing more to read
+    if pod is None or request.operation != "CREATE":
         return context
+    names = owner_pods(pod)
+    if not names:  # most pods: nothing to inherit
+        return _group_zone(context, pod, labels_of(pod), request.namespace, view, config)
     owners, zones = [], {}
     zone_label = config.placement.zone_label
     for name in names:
@@ -88,7 +92,41 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
         contrary += [f"{zone_label}={own_zone or '(none)'} where its owner pod {name} is pinned to {zone_label}={zone}"
                      for name, zone in zones.items() if zone and own_zone != zone]
     inherited = {key: value for key, value in theirs.items() if key not in own}
-    return dataclasses.replace(context, inherited=inherited or None, contrary=tuple(contrary))
+    context = dataclasses.replace(context, inherited=inherited or None, contrary=tuple(contrary))
+    return _group_zone(context, pod, {**own, **theirs}, request.namespace, view, config)
+
+
+def _group_zone(context: KindContext, pod: Mapping[str, Any], labels: Mapping[str, str], namespace: str,
+                view: ClusterView, config: Config) -> KindContext:
+    """A sensitive pod in a PodGroup of its users' making is pinned to the zone its PodGroup fixes (the
+    zone label on the PodGroup, set at its creation and never changed: placement-classification-fixed),
+    so members created or bound at the same moment, by any worker or replica, cannot split the gang
+    across zones. A Volcano Job's or a Spark application's PodGroup is pinned through its owner (every
+    task, every role in one zone, judged at its admission); a bare pod's own (podgroup-<uid>) has one
+    member. The PodGroup the view does not hold yet is answered per server.failureMode; without
+    cluster.watch, nothing is read (the chart registers no binding webhook then either)."""
+    sensitive = config.placement.sensitive_label
+    group = annotations_of(pod).get(GROUP_ANNOTATION)
+    if not group or group.startswith(VOLCANO_MADE_GROUP) or labels.get(sensitive.key) != sensitive.value \
+            or not view.holds_cluster():  # without cluster.watch no binding is judged either (no webhook)
+        return context
+    found = view.pod_group(namespace, group)
+    if found is None:
+        return dataclasses.replace(context, unknown_group=group)
+    owners = {str(owner.get("kind")) for owner in (found.get("metadata") or {}).get("ownerReferences") or []}
+    if owners & UNIT_OWNERS:
+        return context
+    zone_label = config.placement.zone_label
+    fixed = labels_of(found).get(zone_label)
+    own_zone = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(zone_label)
+    if fixed is None:
+        reason = (f"its PodGroup {group} fixes no zone: label the PodGroup {zone_label}=<zone> when creating it, "
+                  "and pin its members there")
+    elif own_zone != fixed:
+        reason = f"{zone_label}={own_zone or '(none)'} where its PodGroup {group} is fixed to {zone_label}={fixed}"
+    else:
+        return context
+    return dataclasses.replace(context, contrary=(*context.contrary, reason))
 
 
 def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext) -> list[Judged]:
@@ -98,9 +136,13 @@ def _judged_pod(request: AdmissionRequest, config: Config, context: KindContext)
         raise EvaluationError(f"cannot judge this pod yet: its owner pod {request.namespace}/"
                               f"{context.unknown_owner} is not in vgate's cluster state (created moments ago, "
                               "or cluster.watch is off), and a pod is judged with its owner's classification")
+    if context.unknown_group:
+        raise EvaluationError(f"cannot judge this pod yet: its PodGroup {request.namespace}/{context.unknown_group} "
+                              "is not in vgate's cluster state (create the PodGroup first; or cluster.watch is off), "
+                              "and a sensitive member is pinned to the zone its PodGroup fixes")
     if context.contrary:
-        raise SparkSpecError("a pod has the classification and zone of the pod that owns it (a Spark executor its "
-                             f"driver's): it carries {'; '.join(context.contrary)}")
+        raise SparkSpecError("a pod has the classification and zone of its unit (a Spark executor its driver's, a "
+                             f"member its PodGroup's): it carries {'; '.join(context.contrary)}")
     if not context.inherited:
         return as_submitted(request, config, context)
     review = orjson.loads(request.raw)

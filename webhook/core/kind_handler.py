@@ -37,6 +37,12 @@ class ClusterView(Protocol):
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A pod as the view holds it, or None when it does not know it."""
 
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A PodGroup as the view holds it, or None when it does not know it."""
+
+    def holds_cluster(self) -> bool:
+        """Whether the view holds the cluster's objects at all (False: cluster.watch is off)."""
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         """A binding's pod, node, PodGroup and members placed; or why they cannot be told."""
 
@@ -55,6 +61,12 @@ class NoCluster:
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return None
+
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+    def holds_cluster(self) -> bool:
+        return False
 
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         return "vgate judges bindings from the cluster state, and cluster.watch is off"
@@ -78,6 +90,7 @@ class KindContext:
     inherited: Mapping[str, str] | None = None  # labels a Spark executor takes from its driver
     contrary: tuple[str, ...] = ()  # its own labels that would weaken its driver's classification
     unknown_owner: str | None = None  # an owner pod the view does not hold (yet)
+    unknown_group: str | None = None  # a sensitive member's PodGroup the view does not hold (yet)
     network: NetworkObjects | str | None = None  # what effective egress reads; why not known; None: not watched
 
 

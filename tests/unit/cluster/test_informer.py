@@ -146,3 +146,25 @@ def test_pods_churning_in_label_sets_already_there_leave_effective_egress_indexe
     assert second is not first and {p["metadata"]["name"] for p in second.pods} == {"web-1", "relay"}
     pods.remove(pod("relay", "web", labels={"app": "cache"}))  # the last of its set
     assert state.network() is not second
+
+
+def test_a_pod_group_the_watch_has_not_delivered_is_asked_of_the_api_server_once():
+    """`kubectl apply -f gang.yaml` creates a PodGroup and its members together: a member's PodGroup may
+    not be watched yet, so it is read with one GET (404 or an error: not known, per server.failureMode)."""
+    asked: list[str] = []
+
+    class Api:
+        def get(self, path: str, params: Any = None, timeout: float = 30) -> dict[str, Any]:
+            asked.append(path)
+            if path.endswith("/missing"):
+                raise RuntimeError("404 Not Found")
+            return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {
+                "name": "gang", "namespace": "ml-training", "labels": {"topology.kubernetes.io/zone": "zone-a"},
+                "managedFields": [{}]}, "spec": {"minMember": 2}, "status": {"phase": "Pending"}}
+
+    state = ClusterState(lambda: Api())  # type: ignore[arg-type,return-value]
+    found = state.pod_group("ml-training", "gang")
+    assert found and found["metadata"]["labels"] == {"topology.kubernetes.io/zone": "zone-a"} and "status" not in found
+    assert state.pod_group("ml-training", "missing") is None
+    assert asked == ["/apis/scheduling.volcano.sh/v1beta1/namespaces/ml-training/podgroups/gang",
+                     "/apis/scheduling.volcano.sh/v1beta1/namespaces/ml-training/podgroups/missing"]

@@ -237,6 +237,12 @@ class Pods:
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.get((namespace, name))
 
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+    def holds_cluster(self) -> bool:
+        return True
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> str:
         return "not here"
 

@@ -162,6 +162,7 @@ def test_a_binding_is_judged_against_the_nodes_and_pods_given_before_it():
              "target": {"apiVersion": "v1", "kind": "Node", "name": "zone-a-sev-1"}}
     result = vgate_eval("-f", "-", "-o", "json", stdin=sample + "\n---\n" + yaml.safe_dump(ghost))
     assert result.returncode == 1, result.stderr
-    pod, binding, refused = json.loads(result.stdout)
-    assert pod["allowed"] and binding["allowed"] and binding["source"].endswith("#2")
+    group, pod, binding, refused = json.loads(result.stdout)  # the PodGroup fixing the pod's zone first
+    assert group["kind"] == "PodGroup" and group["allowed"]
+    assert pod["allowed"] and binding["allowed"] and binding["source"].endswith("#3")
     assert not refused["allowed"] and "pod ml-training/ghost is not in vgate's cluster state yet" in refused["error"]

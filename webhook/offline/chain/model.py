@@ -135,6 +135,14 @@ class Cluster:
         """A Pod given or admitted before (a Spark executor's driver, a Binding's pod), or None."""
         return self.placed.get(("v1", "Pod", namespace, name))
 
+    def holds_cluster(self) -> bool:
+        """The model holds what was given and admitted: a member's PodGroup among them is known."""
+        return True
+
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A PodGroup given or admitted before (a member's), or None."""
+        return self.placed.get(("scheduling.volcano.sh/v1beta1", "PodGroup", namespace, name))
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         """What the server's cluster state would give a Binding's rules, from the objects given here."""
         return ClusterState.of_objects(self.placed.values()).binding_context(namespace, pod_name, node_name,
