@@ -122,13 +122,16 @@ def test_vgate_reads_the_cluster_with_its_chart_role_and_no_more(kube):
     account = "system:serviceaccount:vgate-system:vgate"
     reads = ("namespaces", "nodes", "pods", "services", "networkpolicies.networking.k8s.io",
              "queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh", "priorityclasses.scheduling.k8s.io")
-    writes = ("list secrets", "get configmaps", "create pods", "create pods/binding", "create bindings",
-              "patch namespaces", "patch nodes", "update podgroups.scheduling.volcano.sh", "delete pods",
+    writes = ("list secrets", "list configmaps", "watch configmaps", "get secrets", "create pods",
+              "create pods/binding", "create bindings", "patch namespaces", "patch nodes",
+              "update podgroups.scheduling.volcano.sh", "delete pods",
               "create networkpolicies.networking.k8s.io", "patch services", "list endpoints")
     asked = [f"{verb} {resource}" for resource in reads for verb in ("get", "list", "watch")] + list(writes)
     can = {question: kube.run("auth", "can-i", *question.split(), f"--as={account}").stdout.strip()
            for question in asked}
-    assert can == {question: "no" if question in writes else "yes" for question in asked}
+    can["get configmaps"] = kube.run("auth", "can-i", "get", "configmaps", f"--as={account}").stdout.strip()
+    assert can == {**{question: "no" if question in writes else "yes" for question in asked},
+                   "get configmaps": "yes"}  # a SparkApplication's sparkConfigMap, by name
 
 
 def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, tmp_path):

@@ -329,11 +329,24 @@ def test_spark_conf_cannot_take_a_sensitive_jobs_executors_elsewhere(kube: Kube,
     assert not result.ok and answer in result.stderr, result.stderr
 
 
-def test_a_spark_config_map_is_refused_and_unread_spark_conf_is_said(kube: Kube, spark_crds: None) -> None:
-    app = application(unique("spark-cm"))
-    app["spec"]["sparkConfigMap"] = "etl-defaults"
+def test_a_spark_config_map_is_read_a_missing_one_refused_and_unread_spark_conf_said(kube: Kube,
+                                                                                      spark_crds: None) -> None:
+    """Issue 34: a sparkConfigMap was never read. Its spark-defaults.conf (read by name, as the operator
+    mounts it for spark-submit) pins a sensitive job's executors to zone-b: refused; one that does not
+    exist: refused with its name."""
+    defaults = unique("etl-defaults")
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": defaults}, "data": {
+        "spark-defaults.conf": "spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone zone-b\n"}}
+    assert kube.create(config_map, namespace=TRAINING).ok
+    app = application(unique("spark-cm"), labels=SENSITIVE, nodeSelector={
+        "topology.kubernetes.io/zone": "zone-a", "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"})
+    app["spec"]["sparkConfigMap"] = defaults
     result = kube.create(app, namespace=TRAINING)
-    assert not result.ok and "sparkConfigMap etl-defaults holds Spark settings vgate cannot read" in result.stderr
+    assert not result.ok and "spec.driver to zone-a, spec.executor to zone-b" in result.stderr, result.stderr
+    app = application(unique("spark-cm"))
+    app["spec"]["sparkConfigMap"] = "no-such-defaults"
+    result = kube.create(app, namespace=TRAINING)
+    assert not result.ok and "sparkConfigMap no-such-defaults does not exist in ml-training" in result.stderr
     app = application(unique("spark-warned"))
     app["spec"]["sparkConf"] = {"spark.kubernetes.executor.annotation.team": "etl"}
     result = kube.create(app, namespace=TRAINING)

@@ -227,19 +227,30 @@ class ClusterState:
     def holds_cluster(self) -> bool:
         return True
 
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ConfigMap a SparkApplication names (sparkConfigMap), read once: none is watched, and the
+        chart's role may get one by name, never list or watch them."""
+        return self._read(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
     def _look_up(self, watched: Watched, namespace: str, name: str) -> dict[str, Any] | None:
-        if watched.kind not in self.informers or self._connect is _never_connect:
+        if watched.kind not in self.informers:
             return None
         group_version, plural = watched.path.rsplit("/", 1)
+        found = self._read(f"{group_version}/namespaces/{namespace}/{plural}/{name}")
+        return watched.project(found) if found is not None else None
+
+    def _read(self, path: str) -> dict[str, Any] | None:
+        """One GET of an object; None if it does not exist or cannot be read (the caller answers it)."""
+        if self._connect is _never_connect:
+            return None
         try:
             with self._lookups:
                 if self._api is None:
                     self._api = self._connect()
-                found = self._api.get(f"{group_version}/namespaces/{namespace}/{plural}/{name}", timeout=2)
+                return self._api.get(path, timeout=2)
         except Exception as exc:  # noqa: BLE001 - not found, or not reachable: the caller answers "not known"
-            log.debug("no %s %s/%s from the API server: %s", watched.kind, namespace, name, exc)
+            log.debug("cannot read %s from the API server: %s", path, exc)
             return None
-        return watched.project(found)
 
     def _get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         informer = self.informers.get(kind)

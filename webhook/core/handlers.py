@@ -46,7 +46,17 @@ from .kind_handler import (
     namespace_context,
 )
 from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
-from .spark import executor_instances, owner_pods, owners_classification, role_pod_specs, spark_pods, unjudged_conf
+from .spark import (
+    app_spec,
+    executor_instances,
+    owner_pods,
+    owners_classification,
+    role_pod_specs,
+    spark_defaults,
+    spark_pods,
+    unjudged_conf,
+    with_defaults,
+)
 from .workloads import annotations_of, labels_of, task_templates
 
 UNIT_OWNERS = {"Job", "SparkApplication", "ScheduledSparkApplication"}  # PodGroups pinned through their owner
@@ -180,7 +190,10 @@ def _judged_spark(request: AdmissionRequest, config: Config, context: KindContex
     if executors > most:
         raise SparkSpecError(f"it may run {executors} executors; the gateway judges at most {most} "
                              "(server.maxTasksPerJob)")
-    pods = spark_pods(obj, request.kind)
+    if context.spark_defaults is not None and not isinstance(context.spark_defaults, Mapping):
+        raise SparkSpecError(context.spark_defaults)  # its sparkConfigMap could not be read
+    pods = spark_pods(with_defaults(obj, request.kind, context.spark_defaults) if context.spark_defaults else obj,
+                      request.kind)
     _as_one_unit(pods, labels_of(obj), config)
     return [Judged(f"{request.kind} {request.qualified_name} {where}: ",
                    *as_delivered(request, pod, config, context.namespace_queue))
@@ -209,6 +222,25 @@ def _as_one_unit(pods: list[tuple[str, dict[str, Any]]], own: dict[str, str], co
             raise SparkSpecError(f"a sensitive Spark application runs in one zone: {pinned}")
 
 
+def _spark_context(request: AdmissionRequest, view: ClusterView, config: Config) -> KindContext:
+    """Its namespace's queue and, when it names a sparkConfigMap, that ConfigMap's spark-defaults.conf
+    (read once with a GET: vgate watches no ConfigMaps), or why it cannot be read."""
+    context = namespace_context(request, view, config)
+    name = app_spec(request.object, request.kind).get("sparkConfigMap")
+    if not name:
+        return context
+    if not view.holds_cluster():
+        reason = f"sparkConfigMap {name} is read from the cluster, and cluster.watch is off"
+        return dataclasses.replace(context, spark_defaults=reason)
+    found = view.config_map(request.namespace, str(name))
+    if found is None:
+        reason = (f"sparkConfigMap {name} does not exist in {request.namespace} (or vgate cannot read it): the "
+                  "operator would run without its settings")
+        return dataclasses.replace(context, spark_defaults=reason)
+    text = (found.get("data") or {}).get("spark-defaults.conf") or ""
+    return dataclasses.replace(context, spark_defaults=spark_defaults(str(text)))
+
+
 def _spark_spec_changed(request: AdmissionRequest) -> bool:
     """CREATE, or an UPDATE of the spec: the operator runs the application again."""
     return request.operation != "UPDATE" or (request.object or {}).get("spec") != (request.old_object or {}).get("spec")
@@ -234,6 +266,6 @@ def pod_controller(template: Template) -> KindHandler:
 
 def spark_application(kind: str) -> KindHandler:
     """A SparkApplication, or a ScheduledSparkApplication (its application in ``spec.template``)."""
-    return KindHandler(_spark_pod_specs(kind), _judged_spark, mutator=mutators.SPARK_APPLICATION,
-                       new_pods=_spark_spec_changed, judges_pods=True,
+    return KindHandler(_spark_pod_specs(kind), _judged_spark, context=_spark_context,
+                       mutator=mutators.SPARK_APPLICATION, new_pods=_spark_spec_changed, judges_pods=True,
                        warnings=lambda request: unjudged_conf(request.object or {}, kind))

@@ -43,6 +43,9 @@ class ClusterView(Protocol):
     def holds_cluster(self) -> bool:
         """Whether the view holds the cluster's objects at all (False: cluster.watch is off)."""
 
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ConfigMap read once (none is watched), or None when it does not exist or cannot be read."""
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         """A binding's pod, node, PodGroup and members placed; or why they cannot be told."""
 
@@ -68,6 +71,9 @@ class NoCluster:
     def holds_cluster(self) -> bool:
         return False
 
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> dict[str, Any] | str:
         return "vgate judges bindings from the cluster state, and cluster.watch is off"
 
@@ -91,6 +97,7 @@ class KindContext:
     contrary: tuple[str, ...] = ()  # its own labels that would weaken its driver's classification
     unknown_owner: str | None = None  # an owner pod the view does not hold (yet)
     unknown_group: str | None = None  # a sensitive member's PodGroup the view does not hold (yet)
+    spark_defaults: Mapping[str, str] | str | None = None  # a sparkConfigMap's settings, or why not read
     network: NetworkObjects | str | None = None  # what effective egress reads; why not known; None: not watched
 
 

@@ -23,6 +23,7 @@ executor of a sensitive driver is judged, and labelled by /mutate, as sensitive 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -130,9 +131,9 @@ def _prefixed(conf: Mapping[str, Any], prefix: str) -> dict[str, str]:
 
 def spark_conf(app: Mapping[str, Any], strict: bool = True) -> dict[str, str]:
     """``sparkConf`` as strings; with ``strict``, SparkSpecError for what vgate cannot judge: a pod
-    template file (on the submitter's disk, never seen at admission) or a ``sparkConfigMap``
-    (spark-defaults.conf in a ConfigMap, which vgate's role does not read: put its pod settings in
-    sparkConf). Not strict: what the size limits count, before anything is judged."""
+    template file (on the submitter's disk, never seen at admission). Not strict: what the size
+    limits count, before anything is judged. A ``sparkConfigMap``'s spark-defaults.conf is read by the
+    handler and given here under sparkConf (``with_defaults``)."""
     conf = app.get("sparkConf")
     conf = {str(key): str(value) for key, value in conf.items()} if isinstance(conf, Mapping) else {}
     if not strict:
@@ -141,10 +142,29 @@ def spark_conf(app: Mapping[str, Any], strict: bool = True) -> dict[str, str]:
         if key.startswith("spark.kubernetes.") and key.rsplit(".", 1)[-1] in UNJUDGEABLE:
             raise SparkSpecError(f"sparkConf {key} names a pod template file vgate cannot read at admission: "
                                  "give the template as spec.driver.template / spec.executor.template")
-    if app.get("sparkConfigMap"):
-        raise SparkSpecError(f"sparkConfigMap {app['sparkConfigMap']} holds Spark settings vgate cannot read at "
-                             "admission (its role reads no ConfigMaps): give the pods' settings in sparkConf")
     return conf
+
+
+def spark_defaults(text: str) -> dict[str, str]:
+    """spark-defaults.conf as Spark loads it (java.util.Properties: ``key value``, ``key=value`` or
+    ``key:value``; ``#`` and ``!`` comments)."""
+    found = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        parts = re.split(r"\s*[=:]\s*|\s+", line, maxsplit=1)
+        found[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return found
+
+
+def with_defaults(obj: Mapping[str, Any], kind: str, defaults: Mapping[str, str]) -> dict[str, Any]:
+    """The application with its sparkConfigMap's settings under its sparkConf (spark-submit reads
+    spark-defaults.conf first; a --conf, which sparkConf and the spec become, wins)."""
+    copied: dict[str, Any] = copy.deepcopy(dict(obj))
+    app = app_spec(copied, kind)
+    app["sparkConf"] = {**defaults, **(app.get("sparkConf") or {})}
+    return copied
 
 
 def role_labels(app: Mapping[str, Any], role_name: str) -> dict[str, str]:

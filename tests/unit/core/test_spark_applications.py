@@ -243,6 +243,9 @@ class Pods:
     def holds_cluster(self) -> bool:
         return True
 
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
     def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> str:
         return "not here"
 
@@ -331,12 +334,50 @@ def test_spark_conf_is_read_as_spark_reads_it_and_the_job_is_one_unit(conf, mess
     assert refused.decision.audit_annotations == {"refused": "spark-spec"}
 
 
-def test_a_spark_config_map_vgate_cannot_read_is_refused_with_its_name():
-    app = spark_application()
+def test_a_spark_config_maps_settings_are_read_under_spark_conf_and_a_missing_one_is_refused():
+    """spark-defaults.conf from the sparkConfigMap, as Spark loads it, under sparkConf and the spec."""
+    from webhook.core.kinds import context_of
+    from webhook.files.config_file import load_config
+
+    config = load_config()
+
+    class Maps(Pods):
+        def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+            text = ("# the team's defaults\n"
+                    "spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone zone-b\n"
+                    "spark.kubernetes.executor.label.team=etl\n")
+            return {"data": {"spark-defaults.conf": text}} if name == "etl-defaults" else None
+
+    app = pinned_driver_only(spark_application())
+    del app["spec"]["executor"]["labels"]
     app["spec"]["sparkConfigMap"] = "etl-defaults"
-    refused = judged(app).decision
-    assert not refused.allowed
-    assert "sparkConfigMap etl-defaults holds Spark settings vgate cannot read" in refused.message
+    request = decode_review(orjson.dumps(review(app)), 100)
+    context = context_of(request, Maps(), config)
+    assert context.spark_defaults == {
+        "spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone": "zone-b",
+        "spark.kubernetes.executor.label.team": "etl"}
+    refused = judged_with(app, context)
+    assert "spec.executor to zone-b" in refused.decision.message, refused.decision.message
+    app["spec"]["sparkConf"] = {"spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone": "zone-a"}
+    assert "zone-b" not in judged_with(app, context_of(request, Maps(), config)).decision.message  # sparkConf wins
+    app["spec"]["sparkConfigMap"] = "missing"
+    request = decode_review(orjson.dumps(review(app)), 100)
+    missing = judged_with(app, context_of(request, Maps(), config)).decision
+    assert "sparkConfigMap missing does not exist in ml-training" in missing.message
+    assert missing.audit_annotations == {"refused": "spark-spec"}
+
+
+def judged_with(app: dict[str, Any], context: Any) -> Any:
+    from webhook.files.config_file import load_config
+    from webhook.policy.regorus_engine import RegorusEngine
+    from webhook.policy.sources import load_policy_set
+
+    from helpers import POLICIES
+
+    config = load_config()
+    request = decode_review(orjson.dumps(review(app)), 100)
+    return validate(request, RegorusEngine(load_policy_set(POLICIES), config.document), config, (), NOW,
+                    context=context)
 
 
 def test_a_driver_only_classification_makes_the_executors_sensitive_too():

@@ -166,3 +166,23 @@ def test_a_binding_is_judged_against_the_nodes_and_pods_given_before_it():
     assert group["kind"] == "PodGroup" and group["allowed"]
     assert pod["allowed"] and binding["allowed"] and binding["source"].endswith("#3")
     assert not refused["allowed"] and "pod ml-training/ghost is not in vgate's cluster state yet" in refused["error"]
+
+
+def test_a_spark_config_map_among_the_manifests_is_read_as_the_server_reads_it():
+    """vgate eval takes a ConfigMap among the manifests as the cluster's: a SparkApplication naming it
+    is judged with its spark-defaults.conf, and one naming a ConfigMap not given is refused with its name."""
+    [example] = [d for d in yaml.safe_load_all(corpus_file("spark-operator", "examples", "spark-pi.yaml").read_text())
+                 if d]
+    example["metadata"] = {"name": "etl", "namespace": "ml-training"}
+    example["spec"]["driver"].update(labels={"vgate.io/data-classification": "sensitive"},
+                                     nodeSelector={"topology.kubernetes.io/zone": "zone-a"})
+    example["spec"]["sparkConfigMap"] = "etl-defaults"
+    zone_b = "spark.kubernetes.executor.node.selector.topology.kubernetes.io/zone=zone-b\n"
+    defaults = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"spark-defaults.conf": zone_b},
+                "metadata": {"name": "etl-defaults", "namespace": "ml-training"}}
+    given = vgate_eval("-f", "-", "-o", "json", stdin=yaml.safe_dump_all([defaults, example]))
+    [verdict] = json.loads(given.stdout)
+    assert "spec.driver to zone-a, spec.executor to zone-b" in verdict["message"], verdict["message"]
+    missing = vgate_eval("-f", "-", "-o", "json", stdin=yaml.safe_dump(example))
+    [refused] = json.loads(missing.stdout)
+    assert not refused["allowed"] and "sparkConfigMap etl-defaults does not exist in ml-training" in refused["message"]

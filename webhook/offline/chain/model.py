@@ -102,7 +102,7 @@ class Cluster:
         """Take a Namespace, PriorityClass or Node from the manifests as cluster state; True if it was one."""
         kind, metadata = manifest.get("kind"), manifest.get("metadata") or {}
         if (manifest.get("apiVersion"), kind) in (("v1", "Node"), ("networking.k8s.io/v1", "NetworkPolicy"),
-                                                  ("v1", "Service")):
+                                                  ("v1", "Service"), ("v1", "ConfigMap")):
             self.remember(manifest)
             self.network_known = self.network_known or kind == "NetworkPolicy"
             return True
@@ -138,6 +138,10 @@ class Cluster:
     def holds_cluster(self) -> bool:
         """The model holds what was given and admitted: a member's PodGroup among them is known."""
         return True
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ConfigMap given among the manifests (a SparkApplication's sparkConfigMap), or None."""
+        return self.placed.get(("v1", "ConfigMap", namespace, name))
 
     def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A PodGroup given or admitted before (a member's), or None."""
