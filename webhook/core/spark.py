@@ -112,8 +112,10 @@ def role_pod_specs(obj: Mapping[str, Any], kind: str) -> list[tuple[str, dict[st
 # sparkConf keys that shape the pods, as Spark reads them (resource-managers/kubernetes/core/.../k8s/
 # Config.scala and KubernetesConf.scala: a role's node selector is the general one with the role's
 # own added over it, BasicDriverFeatureStep/BasicExecutorFeatureStep); the operator turns its spec
-# fields into the same keys after sparkConf's (spark-operator internal/controller/sparkapplication/
-# submission.go), and spark-submit keeps the last of a repeated --conf, so the spec's own wins.
+# fields into the same keys (spark-operator internal/controller/sparkapplication/submission.go,
+# buildSparkSubmitArgs: sparkConfOption, then driverConfOption, executorConfOption and
+# nodeSelectorOption, whose labels, role images and node selectors come after sparkConf's), and
+# spark-submit keeps the last of a repeated --conf, so the spec's own wins.
 NODE_SELECTOR = "spark.kubernetes.node.selector."
 IMAGE = "spark.kubernetes.container.image"
 UNJUDGEABLE = ("podTemplateFile", "podTemplateContainerName")  # files on the submitter's disk
@@ -211,7 +213,9 @@ def _pod(app: dict[str, Any], role: dict[str, Any], role_name: str, app_name: st
               "shareProcessNamespace": role.get("shareProcessNamespace"),
               "volumes": app.get("volumes"), "initContainers": role.get("initContainers")}
     spec.update({key: value for key, value in fields.items() if value is not None})
-    image = role.get("image") or conf.get(image_key) or app.get("image") or conf.get(IMAGE) or ""
+    # the operator passes the role's image (or spec.image) as spark.kubernetes.<role>.container.image
+    # after sparkConf's, so sparkConf's image keys count only where the spec names no image
+    image = role.get("image") or app.get("image") or conf.get(image_key) or conf.get(IMAGE) or ""
     container: dict[str, Any] = {"name": f"spark-kubernetes-{role_name}", "image": image}
     if sized:
         container["resources"] = container_resources(app, role, where)

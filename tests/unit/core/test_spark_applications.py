@@ -399,6 +399,7 @@ def test_a_driver_only_classification_makes_the_executors_sensitive_too():
 
 def test_spark_conf_the_model_does_not_read_is_said_and_the_image_it_names_is_judged():
     app = sensitive(spark_application(), pinned=True)
+    app["spec"]["driver"]["image"] = app["spec"].pop("image")  # the executor's image: sparkConf's (no spec.image)
     app["spec"]["sparkConf"] = {"spark.kubernetes.executor.annotation.team": "etl",
                                 "spark.sql.shuffle.partitions": "8",
                                 "spark.kubernetes.executor.container.image": "registry.example.com/spark:latest"}
@@ -423,3 +424,11 @@ def test_an_executor_pinned_to_another_zone_than_its_sensitive_driver_is_refused
     assert together.audit_annotations.get("refused") is None and "owner pod" not in together.message
     ordinary = {**driver, "metadata": {**driver["metadata"], "labels": {"spark-role": "driver"}}}
     assert "owner pod" not in judged_among(executor(nodeSelector={ZONE: "zone-b"}), Pods(ordinary)).decision.message
+
+
+def test_the_specs_image_wins_over_spark_conf_as_the_operator_passes_it_last():
+    """submission.go passes spec.image as spark.kubernetes.<role>.container.image after sparkConf's."""
+    app = sensitive(spark_application(), pinned=True)
+    app["spec"]["sparkConf"] = {"spark.kubernetes.executor.container.image": "docker.io/evil/miner:1"}
+    [_, (_, executor_pod)] = spark_pods(app, "SparkApplication")
+    assert executor_pod["spec"]["containers"][0]["image"] == app["spec"]["image"]
