@@ -129,7 +129,8 @@ def evaluate(recorded: dict[str, Any], with_volcano: bool) -> dict[str, dict[str
     workdir: Path = recorded["workdir"]
     manifests = workdir / "corpus.yaml"
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": {LABEL: "true"}}}
-    reached = [(source, obj) for source, obj in recorded["objects"] if reached_webhooks(recorded, obj)]
+    reached = [(source, obj) for source, obj in recorded["objects"] if reached_webhooks(recorded, obj)
+               and obj["kind"] not in MODEL_STATE]
     manifests.write_text(yaml.safe_dump_all([namespace, *(obj for _, obj in reached)]))
     volcano = charts.volcano_objects()
     crds = workdir / "volcano-crds.yaml"
@@ -145,6 +146,11 @@ def evaluate(recorded: dict[str, Any], with_volcano: bool) -> dict[str, dict[str
     assert done.returncode in (0, 1), done.stderr
     verdicts = [v for v in json.loads(done.stdout) if not v["source"].endswith(CONTROLLER_MADE)]
     return dict(zip([source for source, _ in reached], verdicts, strict=True))
+
+
+# Kinds eval takes as the cluster's state, judging none (a SparkApplication's ConfigMap, the Services
+# and NetworkPolicies effective egress reads): they get no verdict of their own.
+MODEL_STATE = ("ConfigMap", "Service", "NetworkPolicy", "Namespace", "Node", "PriorityClass")
 
 
 # eval follows each admitted Volcano Job with the PodGroup its controller creates; its name has the
