@@ -46,8 +46,14 @@ class RuleInfo:
 
 
 def load_policy_set(root: str | Path, *, include_tests: bool = False) -> PolicySet:
-    """Read every ``.rego`` file under ``root``; unit tests (``*_test.rego``) only when asked."""
+    """Read every ``.rego`` file under ``root``; unit tests (``*_test.rego``) only when asked.
+
+    A ConfigMap volume (``root/..data`` -> ``..<timestamp>/``) is read through ``..data``: while the
+    kubelet swaps it, the old and the new ``..<timestamp>`` directories are both there for a moment,
+    and reading both would serve the old and the new policies together until the next reload."""
     root = Path(root)
+    if (root / "..data").is_dir():
+        root = root / "..data"
     if not root.is_dir():
         raise PolicyError(str(root.absolute()), None, "policy directory does not exist: give it with --policies DIR "
                           "(vgate test DIR), or run vgate from the directory that holds policies/")

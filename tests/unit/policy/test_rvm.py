@@ -251,3 +251,25 @@ def _pod_specs(workload: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         t["template"]["spec"] for t in spec.get("tasks") or [] if isinstance(t.get("template", {}).get("spec"), dict)
     ]
+
+
+def test_a_config_map_volume_mid_swap_is_read_through_its_data_link(tmp_path):
+    """The kubelet writes the new ..<timestamp> directory, swaps ..data to it, then removes the old
+    one: in between both are there, and only the one ..data names is the policy set."""
+    import shutil
+
+    from webhook.policy.sources import load_policy_set
+
+    from helpers import POLICIES
+
+    volume = tmp_path / "policies"
+    volume.mkdir()
+    shutil.copytree(POLICIES, volume / "..2026_12_04_old")
+    shutil.copytree(POLICIES, volume / "..2026_12_04_new")
+    (volume / "..2026_12_04_new" / "network-no-external" / "policy.rego").unlink()  # the new set drops a rule
+    (volume / "..data").symlink_to("..2026_12_04_new")
+    for entry in (volume / "..data").iterdir():
+        (volume / entry.name).symlink_to(f"..data/{entry.name}")
+    loaded = load_policy_set(volume)
+    assert not any("network-no-external/policy.rego" in path for path, _ in loaded.files)
+    assert len(loaded.files) == len(load_policy_set(POLICIES).files) - 1
