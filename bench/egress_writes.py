@@ -16,6 +16,10 @@ of them sensitive, in interleaved rounds, CPU ms per write:
 The state index is built once before the rounds (the server rebuilds it once per change of its
 watched kinds, not per request); each case is then timed as the gateway runs it.
 
+With --validate, what it adds to the whole of /validate's decision for an ordinary pod (validate()
+with the shipped policies and the real engine), against the same request judged without a cluster
+view (the baseline), interleaved: the request path's share.
+
     python bench/egress_writes.py --policies 1000 --pods 10000 --rounds 5
 """
 
@@ -85,7 +89,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--distinct-labels", action="store_true",
                         help="every pod its own label set (the tenant's worst case for the class index)")
+    parser.add_argument("--validate", action="store_true", help="time the whole of validate() for an ordinary pod")
     args = parser.parse_args()
+    if args.validate:
+        return validate_share(args)
     config = load_config()
     # internal ranges as a platform configures them: the policies' 10.x blocks are inside
     placement = config.placement.__class__(**{**config.placement.__dict__, "egress": config.placement.egress.__class__(
@@ -119,6 +126,38 @@ def main() -> None:
         ratio = statistics.median(runs) / base if base else float("inf")
         print(f"{name:14s} {statistics.median(runs):9.3f} ms ({'/'.join(f'{t:.3f}' for t in runs)}), "
               f"{ratio:.0f}x the baseline's; refused: {refused(found[name])}")
+
+
+def validate_share(args: argparse.Namespace) -> None:
+    """CPU per validate() of an ordinary pod labelled like pods already running, with the crowded
+    namespace as its cluster view and without one, interleaved, 200 requests a round."""
+    from datetime import datetime, timezone
+
+    from webhook.core.kind_handler import KindContext
+    from webhook.core.validation import validate
+    from webhook.policy.regorus_engine import RegorusEngine
+    from webhook.policy.sources import load_policy_set
+
+    config = load_config()
+    engine = RegorusEngine(load_policy_set(Path(__file__).resolve().parent.parent / "policies"), config.document)
+    network = crowded(args.policies, args.pods, False)
+    req = request(pod("same", dict(network.pods[3]["metadata"]["labels"])))
+    now = datetime.now(timezone.utc)
+    contexts = {"no cluster view": KindContext(), "crowded view": KindContext(network=network)}
+    validate(req, engine, config, (), now, contexts["crowded view"])  # the index, built once
+    times: dict[str, list[float]] = {name: [] for name in contexts}
+    for _ in range(args.rounds):
+        for name, context in contexts.items():
+            started = time.process_time()
+            for _ in range(200):
+                validate(req, engine, config, (), now, context)
+            times[name].append((time.process_time() - started) / 200 * 1e6)
+    base = statistics.median(times["no cluster view"])
+    print(f"validate() of an ordinary pod, {args.policies} NetworkPolicies and {args.pods} pods in its view, "
+          f"{args.rounds} interleaved rounds of 200, CPU us per request (median, each round in brackets)")
+    for name, runs in times.items():
+        print(f"{name:16s} {statistics.median(runs):8.1f} us ({'/'.join(f'{t:.0f}' for t in runs)}), "
+              f"{statistics.median(runs) / base:.3f}x the baseline's")
 
 
 if __name__ == "__main__":
