@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.bindings import GROUP_ANNOTATION
-from ..core.egress import NetworkObjects
+from ..core.egress import NetworkObjects, name_of
 from ..core.queues import QUEUE_ANNOTATION, annotated_queue
 from ..core.workloads import labels_of
 from .api import ApiServer
@@ -111,10 +111,6 @@ def _with_spec(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, An
 
 def _priority_class(obj: dict[str, Any]) -> dict[str, Any]:
     return _object(obj, _metadata(obj), **{key: obj[key] for key in ("value", "globalDefault") if key in obj})
-
-
-def _name(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def _pod_group_of(pod: dict[str, Any]) -> str | None:
@@ -308,7 +304,7 @@ class ClusterState:
                         for kind in NETWORK_KINDS)
         if self._network is None or self._network.version != version:
             policies, namespaces, pods, services = (list(store.values()) for store in stores)
-            self._network = NetworkObjects(version, policies, {_name(n): labels_of(n) for n in namespaces}, pods,
+            self._network = NetworkObjects(version, policies, {name_of(n): labels_of(n) for n in namespaces}, pods,
                                            services)
         return self._network
 

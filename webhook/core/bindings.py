@@ -69,7 +69,6 @@ def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str
     pod_metadata = context["pod"].get("metadata") or {}
     labels = pod_metadata.get("labels") or {}
     node_labels = (context["node"].get("metadata") or {}).get("labels") or {}
-    sensitive = placement.sensitive_label
     judged_labels = (placement.zone_label, *placement.encrypted_node_labels)
     group = context.get("podGroup") or {}
     group_name = (pod_metadata.get("annotations") or {}).get(GROUP_ANNOTATION)
@@ -77,7 +76,7 @@ def placement_record(request: AdmissionRequest, context: Mapping[str, Any] | str
     if not owners and group_name and not group_name.startswith(VOLCANO_MADE_GROUP):
         owners = [{"kind": "PodGroup", "name": group_name}]  # pods gathered in a PodGroup of their own making
     record.update(
-        sensitive=labels.get(sensitive.key) == sensitive.value,
+        sensitive=placement.is_sensitive(labels),
         zone=node_labels.get(placement.zone_label),
         zoneSetBy=((context["node"].get("metadata") or {}).get("labelManagers") or {}).get(placement.zone_label),
         nodeLabels={key: node_labels[key] for key in judged_labels if key in node_labels},

@@ -161,6 +161,15 @@ class PlacementSettings:
     egress_deny_label: Label
     egress: EgressSettings
 
+    def is_sensitive(self, labels: Mapping[str, str]) -> bool:
+        """Whether these labels mark sensitive work (the configured value exactly, case included)."""
+        return labels.get(self.sensitive_label.key) == self.sensitive_label.value
+
+    @property
+    def classification(self) -> dict[str, str]:
+        """The classification labels, each with the value that restricts: sensitive, deny-egress."""
+        return {label.key: label.value for label in (self.sensitive_label, self.egress_deny_label)}
+
 
 @dataclass(frozen=True)
 class EgressSettings:

@@ -103,10 +103,10 @@ class Cluster:
         for policy in self.policies:
             if _applies_to_egress(policy):
                 selector = (policy.get("spec") or {}).get("podSelector") or {}
-                by_selector = self._selectors.setdefault(_namespace(policy), {})
+                by_selector = self._selectors.setdefault(namespace_of(policy), {})
                 by_selector.setdefault(_canonical(selector), (selector, []))[1].append(policy)
         for pod in self.pods:  # each label set of a namespace, named by its first pod
-            self._classes.setdefault(_namespace(pod), {}).setdefault(_label_set(pod), _name(pod))
+            self._classes.setdefault(namespace_of(pod), {}).setdefault(_label_set(pod), name_of(pod))
 
     def holds(self, pod_class: PodClass) -> bool:
         """Whether pods of this class are among the cluster's (a new pod of a class held changes nothing)."""
@@ -172,7 +172,7 @@ class Cluster:
         peers: list[tuple[PeerKey, str]] = []
         for policy in selecting:
             for index, rule in enumerate((policy.get("spec") or {}).get("egress") or []):
-                where = f"NetworkPolicy {_namespace(policy)}/{_name(policy)} egress[{index}]"
+                where = f"NetworkPolicy {namespace_of(policy)}/{name_of(policy)} egress[{index}]"
                 to = rule.get("to") if isinstance(rule, Mapping) else None
                 if not to:
                     ways_out.append(f"{where} allows every destination (no `to`)")
@@ -182,10 +182,10 @@ class Cluster:
                     if isinstance(block, Mapping):
                         ways_out += [f"{where} {why}" for why in _block_outside(block, self.internal)]
                     else:
-                        key = (_namespace(policy), _canonical(peer))
+                        key = (namespace_of(policy), _canonical(peer))
                         self._peers[key] = peer
                         peers.append((key, where))
-        return _Rules(ways_out, peers, tuple(sorted({f"{_namespace(p)}/{_name(p)}" for p in selecting})))
+        return _Rules(ways_out, peers, tuple(sorted({f"{namespace_of(p)}/{name_of(p)}" for p in selecting})))
 
     def _selected(self, namespace: str, peer: Mapping[str, Any]) -> list[PodClass]:
         namespace_selector = peer.get("namespaceSelector")
@@ -208,8 +208,8 @@ def internal_networks(cidrs: Iterable[str]) -> tuple[Network, ...]:
 def egress_of(pod: Mapping[str, Any], cluster: Cluster) -> Egress:
     """The effective egress of ``pod`` (its namespace in its metadata) among ``cluster``: breadth
     first over the classes of pods it reaches, each class and each peer looked at once."""
-    root: PodClass = (_namespace(pod), _label_set(pod))
-    names = {root: _name(pod)}
+    root = class_of(pod)
+    names = {root: name_of(pod)}
     reached_by: dict[PodClass, tuple[PodClass, str] | None] = {root: None}
     followed: set[PeerKey] = set()
     waiting = deque([root])
@@ -281,13 +281,18 @@ def _canonical(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+def class_of(pod: Mapping[str, Any]) -> PodClass:
+    """The class a pod is selected in: its namespace and its label set."""
+    return namespace_of(pod), _label_set(pod)
+
+
 def _label_set(pod: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
     return frozenset((str(k), str(v)) for k, v in labels_of(pod).items())
 
 
-def _namespace(obj: Mapping[str, Any]) -> str:
+def namespace_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "")
 
 
-def _name(obj: Mapping[str, Any]) -> str:
+def name_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")

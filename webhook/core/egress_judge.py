@@ -26,7 +26,18 @@ from typing import Any
 
 from .admission import AdmissionRequest
 from .config import PlacementSettings
-from .egress import AllowedPeer, Cluster, Egress, NetworkObjects, egress_of, internal_networks
+from .egress import (
+    AllowedPeer,
+    Cluster,
+    Egress,
+    NetworkObjects,
+    PodClass,
+    class_of,
+    egress_of,
+    internal_networks,
+    name_of,
+    namespace_of,
+)
 from .errors import EvaluationError
 from .workloads import labels_of, selector_matches, task_templates
 
@@ -47,7 +58,7 @@ class _Now:
     objects: NetworkObjects
     placement: PlacementSettings
     cluster: Cluster
-    sensitive: Mapping[tuple[str, frozenset[tuple[str, str]]], tuple[str, ...]]
+    sensitive: Mapping[PodClass, tuple[str, ...]]
 
 
 _last: list[_Now] = []  # the latest index (one per worker): rebuilt when the view's version changes
@@ -57,11 +68,11 @@ def egress_facts(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
                  network: NetworkObjects | str | None, placement: PlacementSettings) -> dict[str, Any] | None:
     """``input.egress`` for a request whose judged objects are ``judged``; None when the write
     neither makes a sensitive pod nor can change one's egress or exposure, or without a view."""
+    if network is None:  # no cluster view: nothing to compute from
+        return None
     key = (request.group, request.kind)
     subjects = _subjects(request, judged, placement)
     if not subjects and key not in (*CHANGES_EGRESS, SERVICE, INGRESS):
-        return None
-    if network is None:
         return None
     if isinstance(network, str):
         raise EvaluationError(f"cannot tell where sensitive pods may send traffic: {network}")
@@ -81,18 +92,18 @@ def egress_facts(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
 def _indexed(objects: NetworkObjects, placement: PlacementSettings) -> _Now:
     if _last and _last[0].objects is objects and _last[0].placement == placement:
         return _last[0]
-    sensitive: dict[tuple[str, frozenset[tuple[str, str]]], list[str]] = {}
+    sensitive: dict[PodClass, list[str]] = {}
     for pod in objects.pods:
-        if _is_sensitive(pod, placement):
-            sensitive.setdefault(_class_of(pod), []).append(_name(pod))
-    now = _Now(objects, placement, _cluster(objects, placement, objects.pods, objects.policies, objects.namespaces),
+        if placement.is_sensitive(labels_of(pod)):
+            sensitive.setdefault(class_of(pod), []).append(name_of(pod))
+    now = _Now(objects, placement, _cluster(placement, objects.pods, objects.policies, objects.namespaces),
                {klass: tuple(sorted(names)) for klass, names in sensitive.items()})
     _last[:] = [now]
     return now
 
 
-def _cluster(objects: NetworkObjects, placement: PlacementSettings, pods: Sequence[Mapping[str, Any]],
-             policies: Sequence[Mapping[str, Any]], namespaces: Mapping[str, Mapping[str, str]]) -> Cluster:
+def _cluster(placement: PlacementSettings, pods: Sequence[Mapping[str, Any]], policies: Sequence[Mapping[str, Any]],
+             namespaces: Mapping[str, Mapping[str, str]]) -> Cluster:
     settings = placement.egress
     return Cluster(policies, namespaces, pods, internal_networks(settings.internal_cidrs),
                    tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers))
@@ -110,19 +121,19 @@ def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
     for obj in judged:
         tasks: list[Mapping[str, Any]] = list(task_templates(obj))
         pods += tasks or [obj]
-    return [{"metadata": {"namespace": request.namespace, "name": _name(pod) or request.name,
-                          "labels": labels_of(pod)}} for pod in pods if _is_sensitive(pod, placement)]
+    return [{"metadata": {"namespace": request.namespace, "name": name_of(pod) or request.name,
+                          "labels": labels_of(pod)}} for pod in pods if placement.is_sensitive(labels_of(pod))]
 
 
 def _verdict(pod: Mapping[str, Any], now: _Now) -> dict[str, Any]:
-    pod_class = _class_of(pod)
+    pod_class = class_of(pod)
     egress: Egress = (Egress(True, (), now.cluster.rules_of(pod_class).policies) if now.cluster.confined(pod_class)
                       else egress_of(pod, now.cluster))  # the search, for its reasons, only when it leads outside
-    exposing = [f"Service {_namespace(s)}/{_name(s)} ({_exposure(s)}) selects it: reachable from outside the cluster"
-                for s in now.objects.services if _namespace(s) == _namespace(pod) and _exposure(s)
+    exposing = [f"Service {namespace_of(s)}/{name_of(s)} ({_exposure(s)}) selects it: reachable from outside the "
+                "cluster" for s in now.objects.services if namespace_of(s) == namespace_of(pod) and _exposure(s)
                 and _selects(s, labels_of(pod))]
     reasons = [*egress.reasons, *exposing]
-    return {"pod": f"{_namespace(pod)}/{_name(pod)}", "confined": not reasons, "reasons": reasons,
+    return {"pod": f"{namespace_of(pod)}/{name_of(pod)}", "confined": not reasons, "reasons": reasons,
             "policies": list(egress.policies)}
 
 
@@ -132,7 +143,7 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
     policies, namespaces, pods = objects.policies, objects.namespaces, objects.pods
     key = (request.group, request.kind)
     if key == NETWORK_POLICY:
-        policies = [p for p in policies if (_namespace(p), _name(p)) != (request.namespace, request.name)]
+        policies = [p for p in policies if (namespace_of(p), name_of(p)) != (request.namespace, request.name)]
         policies += [new] if new is not None and request.operation != "DELETE" else []
     elif key == NAMESPACE:
         if new is None or labels_of(new) == namespaces.get(request.name, {}):
@@ -144,10 +155,10 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
         if request.operation == "UPDATE" and labels_of(new) == labels_of(old or {}):
             return None
         placed = {**new, "metadata": {**(new.get("metadata") or {}), "namespace": request.namespace}}
-        if request.operation == "CREATE" and now.cluster.holds(_class_of(placed)):
+        if request.operation == "CREATE" and now.cluster.holds(class_of(placed)):
             return None  # pods labelled alike are already there: it reaches and is reached as they are
-        pods = [p for p in pods if (_namespace(p), _name(p)) != (request.namespace, request.name)] + [placed]
-    return _cluster(objects, now.placement, pods, policies, namespaces)
+        pods = [p for p in pods if (namespace_of(p), name_of(p)) != (request.namespace, request.name)] + [placed]
+    return _cluster(now.placement, pods, policies, namespaces)
 
 
 def _unconfined(now: _Now, after: Cluster) -> list[dict[str, Any]]:
@@ -172,7 +183,7 @@ def _exposed(request: AdmissionRequest, now: _Now) -> list[str]:
         services = [obj] if _exposure(obj) else []
     else:
         names = _ingress_backends(obj)
-        services = [s for s in now.objects.services if _namespace(s) == request.namespace and _name(s) in names]
+        services = [s for s in now.objects.services if namespace_of(s) == request.namespace and name_of(s) in names]
     return sorted(f"{namespace}/{name}" for (namespace, labels), names in now.sensitive.items()
                   if namespace == request.namespace for name in names
                   if any(_selects(service, dict(labels)) for service in services))
@@ -198,20 +209,3 @@ def _ingress_backends(ingress: Mapping[str, Any]) -> set[str]:
                  for path in (rule.get("http") or {}).get("paths") or [] if isinstance(path, Mapping)]
     return {str(backend["service"].get("name")) for backend in backends
             if isinstance(backend, Mapping) and isinstance(backend.get("service"), Mapping)}
-
-
-def _is_sensitive(pod: Mapping[str, Any], placement: PlacementSettings) -> bool:
-    label = placement.sensitive_label
-    return labels_of(pod).get(label.key) == label.value
-
-
-def _class_of(pod: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, str]]]:
-    return _namespace(pod), frozenset((str(k), str(v)) for k, v in labels_of(pod).items())
-
-
-def _namespace(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "")
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")

@@ -48,6 +48,7 @@ from .kind_handler import (
 from .pod_templates import Template, as_delivered, changes_template, judged_as_pod, template_pod_specs
 from .spark import (
     app_spec,
+    contradicting,
     executor_instances,
     owner_pods,
     owners_classification,
@@ -89,16 +90,15 @@ def _pod_context(request: AdmissionRequest, view: ClusterView, config: Config) -
             return dataclasses.replace(context, unknown_owner=name)
         owners.append(labels_of(found))
         zones[name] = ((found.get("spec") or {}).get("nodeSelector") or {}).get(zone_label)
-    sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
-    restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
+    restricting = config.placement.classification
     theirs = owners_classification(owners, restricting)
     own = labels_of(pod)
-    contrary = [f"{key}={own[key]} where its owner pod carries {key}={value}" for key, value in theirs.items()
-                if key in own and own[key] != value and value == restricting[key]]
+    contrary = [f"{key}={own[key]} where its owner pod carries {key}={theirs[key]}"
+                for key in contradicting(own, theirs, restricting)]
     # a sensitive job is one zone: an executor pinned elsewhere than its driver (both pins are immutable
     # once the pods exist, so no interleaving of creates or bindings can split them)
     own_zone = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(zone_label)
-    if {**own, **theirs}.get(sensitive.key) == sensitive.value:
+    if config.placement.is_sensitive({**own, **theirs}):
         contrary += [f"{zone_label}={own_zone or '(none)'} where its owner pod {name} is pinned to {zone_label}={zone}"
                      for name, zone in zones.items() if zone and own_zone != zone]
     inherited = {key: value for key, value in theirs.items() if key not in own}
@@ -115,9 +115,8 @@ def _group_zone(context: KindContext, pod: Mapping[str, Any], labels: Mapping[st
     task, every role in one zone, judged at its admission); a bare pod's own (podgroup-<uid>) has one
     member. The PodGroup the view does not hold yet is answered per server.failureMode; without
     cluster.watch, nothing is read (the chart registers no binding webhook then either)."""
-    sensitive = config.placement.sensitive_label
     group = annotations_of(pod).get(GROUP_ANNOTATION)
-    if not group or group.startswith(VOLCANO_MADE_GROUP) or labels.get(sensitive.key) != sensitive.value \
+    if not group or group.startswith(VOLCANO_MADE_GROUP) or not config.placement.is_sensitive(labels) \
             or not view.holds_cluster():  # without cluster.watch no binding is judged either (no webhook)
         return context
     found = view.pod_group(namespace, group)
@@ -204,18 +203,16 @@ def _as_one_unit(pods: list[tuple[str, dict[str, Any]]], own: dict[str, str], co
     """A Spark job is one placement unit: the driver's and executors' classification is the job's
     (its own metadata's or any role's; a role lacking it gets it, one saying otherwise is refused), and
     a sensitive job's roles are pinned to the same zone."""
-    sensitive, egress = config.placement.sensitive_label, config.placement.egress_deny_label
-    restricting = {sensitive.key: sensitive.value, egress.key: egress.value}
+    restricting = config.placement.classification
     unit = owners_classification([own, *(labels_of(pod) for _, pod in pods)], restricting)
     for where, pod in pods:
         labels = pod["metadata"]["labels"]
-        contrary = [f"{key}={labels[key]}" for key, value in unit.items()
-                    if key in labels and labels[key] != value and value == restricting[key]]
+        contrary = [f"{key}={labels[key]}" for key in contradicting(labels, unit, restricting)]
         if contrary:
             raise SparkSpecError(f"a Spark application is one unit: {where} carries {', '.join(contrary)} where "
                                  f"another role carries {', '.join(f'{k}={v}' for k, v in unit.items())}")
         labels.update({key: value for key, value in unit.items() if key not in labels})
-    if unit.get(sensitive.key) == sensitive.value:
+    if config.placement.is_sensitive(unit):
         zones = {where: (pod["spec"].get("nodeSelector") or {}).get(config.placement.zone_label) for where, pod in pods}
         if len(set(zones.values())) > 1:
             pinned = ", ".join(f"{where} to {zone or 'no zone'}" for where, zone in zones.items())

@@ -100,9 +100,8 @@ def _classify_tasks(job: dict[str, Any], config: Config) -> None:
     """A Job labelled sensitive (or deny-egress) in its own metadata gives each task's pods the label
     they lack, so its pods are sensitive to bindings, the NetworkPolicy and the report alike (a
     task's own contrary label is left for /validate to refuse)."""
-    classification = {label.key: label.value for label in (config.placement.sensitive_label,
-                                                           config.placement.egress_deny_label)
-                      if labels_of(job).get(label.key) == label.value}
+    classification = {key: value for key, value in config.placement.classification.items()
+                      if labels_of(job).get(key) == value}
     if not classification:
         return
     for template in task_templates(job):
@@ -119,9 +118,8 @@ def _classify_roles(app: dict[str, Any], application: dict[str, Any], config: Co
     operator and the driver create carry it (a role's contrary label is left for /validate to refuse)."""
     roles = {name: role for name in ("driver", "executor") if isinstance(role := app.get(name), dict)}
     said = [labels_of(application), *(role_labels(app, name) for name in roles)]
-    classification = {label.key: label.value for label in (config.placement.sensitive_label,
-                                                           config.placement.egress_deny_label)
-                      if any(labels.get(label.key) == label.value for labels in said)}
+    classification = {key: value for key, value in config.placement.classification.items()
+                      if any(labels.get(key) == value for labels in said)}
     for name, role in roles.items():
         if classification and not isinstance(role.get("labels"), dict):
             role["labels"] = {}

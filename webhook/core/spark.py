@@ -245,6 +245,12 @@ def owner_pods(pod: Mapping[str, Any]) -> list[str]:
     return [str(o["name"]) for o in owners or [] if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("name")]
 
 
+def contradicting(own: Mapping[str, str], theirs: Mapping[str, str], classification: Mapping[str, str]) -> list[str]:
+    """The classification keys ``own`` sets to another value where ``theirs`` carries the restricting
+    one: a member's label that would weaken its unit's (refused, never overridden)."""
+    return [key for key, value in theirs.items() if key in own and own[key] != value and value == classification[key]]
+
+
 def owners_classification(owners: Sequence[Mapping[str, str]], classification: Mapping[str, str]) -> dict[str, str]:
     """The classification labels (``classification``: key -> the value that restricts) the owners
     carry together: a restricting value wherever one owner carries it, else the first owner's."""
