@@ -52,14 +52,20 @@ def cpu_ms(build: Any) -> tuple[float, float, bool]:
     return (cold - started) * 1000, (time.process_time() - cold) * 1000, verdict.confined
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def crowd_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options of the egress benches (this one and egress_writes.py): how crowded the namespace
+    is, how its pods are labelled, how many interleaved rounds."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policies", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--distinct-labels", action="store_true",
                         help="every pod its own label set (the tenant's worst case for the class index)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = crowd_parser(__doc__).parse_args()
 
     def lone() -> tuple[Cluster, dict[str, Any]]:
         pod = {"metadata": {"name": "pod-0", "namespace": NAMESPACE, "labels": {"app": "app-0"}}}

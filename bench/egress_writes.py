@@ -36,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
+from egress import crowd_parser  # bench/egress.py, beside this file
 
 from webhook.core.admission import AdmissionRequest, decode_review
 from webhook.core.egress import NetworkObjects
@@ -83,12 +84,7 @@ def cpu_ms(run: Callable[[], object]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--policies", type=int, default=1000)
-    parser.add_argument("--pods", type=int, default=10000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--distinct-labels", action="store_true",
-                        help="every pod its own label set (the tenant's worst case for the class index)")
+    parser = crowd_parser(__doc__)
     parser.add_argument("--validate", action="store_true", help="time the whole of validate() for an ordinary pod")
     args = parser.parse_args()
     if args.validate:

@@ -16,7 +16,7 @@ from test_write_paths import spark_application
 
 from webhook.core.admission import decode_review
 from webhook.core.errors import SparkSpecError
-from webhook.core.kind_handler import KindContext
+from webhook.core.kind_handler import KindContext, NoCluster
 from webhook.core.mutation import mutate
 from webhook.core.spark import container_resources, spark_mebibytes, spark_pods
 from webhook.core.validation import validate
@@ -225,35 +225,18 @@ def test_vgate_eval_judges_every_operator_example_without_error():
     assert volcano["allowed"], volcano["violations"]
 
 
-class Pods:
-    """A cluster view holding the given pods (ClusterView: what the gateway's cluster state answers)."""
+class Pods(NoCluster):
+    """A cluster view holding the given pods and nothing else (ClusterView: what the gateway's cluster
+    state answers about an executor's owners)."""
 
     def __init__(self, *pods: dict[str, Any]) -> None:
         self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
 
-    def namespace_queue(self, namespace: str) -> str | None:
-        return None
-
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.get((namespace, name))
 
-    def pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
-
     def holds_cluster(self) -> bool:
         return True
-
-    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
-
-    def binding_context(self, namespace: str, pod_name: str, node_name: str, zone_label: str) -> str:
-        return "not here"
-
-    def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:
-        return None
-
-    def network(self) -> None:
-        return None
 
 
 SENSITIVE_DRIVER = {"apiVersion": "v1", "kind": "Pod", "metadata": {
