@@ -57,6 +57,7 @@ config := {
 				},
 			],
 			"internalCIDRs": [],
+			"podCIDRs": [],
 		},
 		"egressDenyLabel": {
 			"key": "vgate.io/egress",

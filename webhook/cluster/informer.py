@@ -16,11 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import requests
+
 from ..core.errors import WatchExpired
 from .api import ApiServer
 
 log = logging.getLogger("vgate")
 PAGE = 500
+NOT_SERVED_RETRY_SECONDS = 60.0
 Projection = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -35,6 +38,7 @@ class Watched:
     project: Projection
     in_inventory: bool = True  # given to policies as data.inventory; False: kept for bindings only
     index: Callable[[dict[str, Any]], str | None] | None = None  # a secondary key (a pod's PodGroup)
+    optional: bool = False  # a CRD's kind: not served (404) means none exist, asked again every minute
 
 
 class Informer:
@@ -81,11 +85,31 @@ class Informer:
                         version = self._watch(api, version)
             except WatchExpired:
                 continue
+            except requests.HTTPError as error:
+                if not (self.watched.optional and error.response is not None and error.response.status_code == 404):
+                    self._failed(error, delay)
+                    delay = min(delay * 2, 30.0)
+                    continue
+                self._not_served()
+                self._stop.wait(NOT_SERVED_RETRY_SECONDS)
             except Exception as error:  # noqa: BLE001 - an API server away must not end the watch
-                self.error = f"{type(error).__name__}: {error}"
-                log.warning("watching %s: %s; retrying in %.0f s", self.watched.path, self.error, delay)
-                self._stop.wait(delay)
+                self._failed(error, delay)
                 delay = min(delay * 2, 30.0)
+
+    def _failed(self, error: Exception, delay: float) -> None:
+        self.error = f"{type(error).__name__}: {error}"
+        log.warning("watching %s: %s; retrying in %.0f s", self.watched.path, self.error, delay)
+        self._stop.wait(delay)
+
+    def _not_served(self) -> None:
+        """The kind's CRD is not installed: there are none of it (known, so synced); the store empties
+        if the CRD went away."""
+        if self.store:
+            self.store, self.indexed, self.label_sets = {}, {}, Counter()
+            self.changes += 1
+            self.label_set_changes += 1
+        self._contact()
+        self.synced.set()
 
     def _list(self, api: ApiServer) -> str:
         fresh: dict[tuple[str, str], dict[str, Any]] = {}

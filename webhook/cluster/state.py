@@ -134,6 +134,13 @@ NETWORK_POLICIES = Watched("networking.k8s.io/v1", "NetworkPolicy", "/apis/netwo
                            True, _with_spec(("podSelector", "policyTypes", "egress")), in_inventory=False)
 SERVICES = Watched("v1", "Service", "/api/v1/services", True, _with_spec(("type", "selector", "externalIPs")),
                    in_inventory=False)
+# sig-network's admin tiers above and below NetworkPolicies, where their CRDs are installed (optional).
+ADMIN_POLICIES = Watched("policy.networking.k8s.io/v1alpha1", "AdminNetworkPolicy",
+                         "/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies", False,
+                         _with_spec(("priority", "subject", "egress")), in_inventory=False, optional=True)
+BASELINE_POLICIES = Watched("policy.networking.k8s.io/v1alpha1", "BaselineAdminNetworkPolicy",
+                            "/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies", False,
+                            _with_spec(("subject", "egress")), in_inventory=False, optional=True)
 Store = Mapping[tuple[str, str], dict[str, Any]]  # (namespace, name) -> the object kept
 
 
@@ -149,8 +156,9 @@ def shaped_inventory(stores: Iterable[tuple[Watched, Store]]) -> dict[str, Any]:
 
 
 KINDS = {watched.kind: watched for watched in (NAMESPACES, NODES, QUEUES, PRIORITY_CLASSES, PODS, POD_GROUPS,
-                                               NETWORK_POLICIES, SERVICES)}
-NETWORK_KINDS = ("NetworkPolicy", "Namespace", "Pod", "Service")  # what effective egress is computed from
+                                               NETWORK_POLICIES, SERVICES, ADMIN_POLICIES, BASELINE_POLICIES)}
+# what effective egress is computed from
+NETWORK_KINDS = ("NetworkPolicy", "Namespace", "Pod", "Service", "AdminNetworkPolicy", "BaselineAdminNetworkPolicy")
 RECENT_BIND_SECONDS = 300.0  # how long a binding this worker allowed counts before the pod watch shows it
 
 
@@ -303,9 +311,9 @@ class ClusterState:
         version = tuple(self.informers[kind].label_set_changes if kind == "Pod" else self.informers[kind].changes
                         for kind in NETWORK_KINDS)
         if self._network is None or self._network.version != version:
-            policies, namespaces, pods, services = (list(store.values()) for store in stores)
+            policies, namespaces, pods, services, admin, baseline = (list(store.values()) for store in stores)
             self._network = NetworkObjects(version, policies, {name_of(n): labels_of(n) for n in namespaces}, pods,
-                                           services)
+                                           services, admin, baseline)
         return self._network
 
     def note_bound(self, namespace: str, pod_name: str, node_name: str) -> None:

@@ -177,6 +177,7 @@ class EgressSettings:
 
     internal_cidrs: tuple[str, ...]  # addresses inside the cluster's boundary; every other is outside
     allowed_peers: tuple[tuple[str, Mapping[str, Any]], ...]  # (namespace, podSelector): reachable, not followed
+    pod_cidrs: tuple[str, ...] = ()  # the pod network: an address range reaching it reaches every pod
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,8 @@ class Config:
                                  Label(egress["key"], egress["value"]),
                                  EgressSettings(tuple(section["egress"]["internalCIDRs"]),
                                                 tuple((peer["namespace"], peer["podSelector"])
-                                                      for peer in section["egress"]["allowedPeers"])))
+                                                      for peer in section["egress"]["allowedPeers"]),
+                                                tuple(section["egress"]["podCIDRs"])))
 
     @cached_property
     def priority_values(self) -> dict[str, int]:

@@ -8,7 +8,20 @@ without ``to`` reaches every destination; a peer is an ``ipBlock`` (a CIDR less 
 ranges), or pods: ``podSelector`` alone selects pods of the policy's namespace, ``namespaceSelector``
 alone every pod of the namespaces it selects, both together the pods they both select (types.go,
 ``NetworkPolicyPeer``). Ports narrow a rule, never widen it: they do not decide whether a
-destination is reachable at all.
+destination is reachable at all. An ``ipBlock`` reaches pods too when it covers their addresses (the
+e2e netpol suite allows a pod by its IP/32): one overlapping the pod network (``pod_networks``)
+reaches every pod, since a pod's address is only known after it is admitted.
+
+sig-network's AdminNetworkPolicies and BaselineAdminNetworkPolicy (``policy.networking.k8s.io``,
+v1alpha1; network-policy-api ``apis/v1alpha1``) sit above and below: their rules are checked in
+priority order (lower first), each in the order written, and the first rule matching decides:
+``Allow`` (reachable whatever NetworkPolicies say), ``Deny``, or ``Pass`` (skip the remaining admin
+rules); what no admin rule decides, or what a ``Pass`` hands on, goes to the NetworkPolicies if any
+selects the pod for egress, and otherwise to the baseline's rules (``Allow``, ``Deny``), then is
+allowed. This is computed over regions of destinations (addresses outside the internal ranges, and
+classes of pods): a rule with ``ports`` decides only some traffic to its peers, so it removes nothing
+from what is still undecided (it may still allow or pass). ``nodes`` peers are the admin's machines,
+inside like the internal ranges.
 
 A sensitive pod is **confined** when nothing it can reach, directly or through the pods it can
 reach, leads outside: an address beyond the configured internal ranges, a pod no egress policy
@@ -62,9 +75,12 @@ class NetworkObjects:
     namespaces: Mapping[str, Mapping[str, str]]
     pods: Sequence[Mapping[str, Any]]
     services: Sequence[Mapping[str, Any]]
+    admin: Sequence[Mapping[str, Any]] = ()  # AdminNetworkPolicies (where their CRD is served)
+    baseline: Sequence[Mapping[str, Any]] = ()  # BaselineAdminNetworkPolicies
 
 
 PeerKey = tuple[str, bytes]  # a pod peer: its policy's namespace and the peer as canonical JSON
+EVERY_POD: PeerKey = ("", b"*")  # every pod of the cluster: an address range covering the pod network
 
 
 @dataclass
@@ -75,6 +91,35 @@ class _Rules:
     ways_out: list[str]
     peers: list[tuple[PeerKey, str]]
     policies: tuple[str, ...]
+    isolated: bool = True  # False: no policy restricts their egress, they may reach any address
+
+
+@dataclass(frozen=True)
+class _Region:
+    """Destinations: address ranges outside the internal ones, and classes of pods."""
+
+    addresses: tuple[Network, ...] = ()
+    pods: frozenset[PodClass] = frozenset()
+
+    def __and__(self, other: _Region) -> _Region:
+        return _Region(_intersection(self.addresses, other.addresses), self.pods & other.pods)
+
+    def __or__(self, other: _Region) -> _Region:
+        return _Region(_union(self.addresses, other.addresses), self.pods | other.pods)
+
+    def __sub__(self, other: _Region) -> _Region:
+        return _Region(_difference(self.addresses, other.addresses), self.pods - other.pods)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """An admin rule over regions: what it may match (``wide``) and what it decides for all traffic
+    (``narrow``: nothing when ports narrow it)."""
+
+    action: str
+    wide: _Region
+    narrow: _Region
+    where: str
 
 
 @dataclass
@@ -89,10 +134,14 @@ class Cluster:
     pods: Sequence[Mapping[str, Any]]
     internal: tuple[Network, ...] = ()
     allowed_peers: tuple[AllowedPeer, ...] = ()
+    admin: Sequence[Mapping[str, Any]] = ()  # AdminNetworkPolicies
+    baseline: Sequence[Mapping[str, Any]] = ()  # BaselineAdminNetworkPolicies
+    pod_networks: tuple[Network, ...] | None = None  # the pod network; None: every internal range may hold pods
     _selectors: dict[str, dict[bytes, tuple[Mapping[str, Any], list[Mapping[str, Any]]]]] = field(
         default_factory=dict, repr=False)
     _classes: dict[str, dict[frozenset[tuple[str, str]], str]] = field(default_factory=dict, repr=False)
-    _rules: dict[tuple[str, frozenset[bytes]], _Rules] = field(default_factory=dict, repr=False)
+    _rules: dict[tuple[str, frozenset[bytes], tuple[int, ...], tuple[int, ...]], _Rules] = field(
+        default_factory=dict, repr=False)
     _class_rules: dict[PodClass, _Rules] = field(default_factory=dict, repr=False)
     _peers: dict[PeerKey, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     _reached: dict[PeerKey, list[PodClass]] = field(default_factory=dict, repr=False)
@@ -107,6 +156,11 @@ class Cluster:
                 by_selector.setdefault(_canonical(selector), (selector, []))[1].append(policy)
         for pod in self.pods:  # each label set of a namespace, named by its first pod
             self._classes.setdefault(namespace_of(pod), {}).setdefault(_label_set(pod), name_of(pod))
+        self.admin = sorted((p for p in self.admin if _egress_rules(p)),
+                            key=lambda p: (_priority(p), name_of(p)))  # same priority: undefined; by name
+        self.baseline = sorted((p for p in self.baseline if _egress_rules(p)), key=name_of)
+        if self.pod_networks is None:
+            self.pod_networks = self.internal
 
     def holds(self, pod_class: PodClass) -> bool:
         """Whether pods of this class are among the cluster's (a new pod of a class held changes nothing)."""
@@ -119,11 +173,20 @@ class Cluster:
         namespace, labels = pod_class
         selectors = self._selectors.get(namespace, {})
         matched = frozenset(key for key, (selector, _) in selectors.items() if selector_matches(selector, dict(labels)))
-        if (namespace, matched) not in self._rules:
-            self._rules[(namespace, matched)] = self._allowed_by(
-                [policy for key in sorted(matched) for policy in selectors[key][1]])
-        self._class_rules[pod_class] = rules = self._rules[(namespace, matched)]
+        admin, baseline = self._subject_of(self.admin, pod_class), self._subject_of(self.baseline, pod_class)
+        key = (namespace, matched, admin, baseline)
+        if key not in self._rules:
+            selecting = [policy for found in sorted(matched) for policy in selectors[found][1]]
+            self._rules[key] = self._allowed_by(selecting) if not admin and not baseline else self._tiered(
+                namespace, selecting, [self.admin[i] for i in admin], [self.baseline[i] for i in baseline])
+        self._class_rules[pod_class] = rules = self._rules[key]
         return rules
+
+    def _subject_of(self, policies: Sequence[Mapping[str, Any]], pod_class: PodClass) -> tuple[int, ...]:
+        """Which of these admin policies select pods of ``pod_class`` (their indices)."""
+        namespace_labels, labels = self.namespaces.get(pod_class[0], {}), dict(pod_class[1])
+        return tuple(i for i, policy in enumerate(policies)
+                     if _subject_selects((policy.get("spec") or {}).get("subject"), namespace_labels, labels))
 
     def confined(self, pod_class: PodClass) -> bool:
         """Whether pods of this class stay inside: ``egress_of``'s verdict without its reasons, for
@@ -136,7 +199,7 @@ class Cluster:
         if id(rules) in self._held_sets:
             return id(rules) not in self._leaky
         # a class no pod has yet (the pod being judged), selected by policies no held pod is: one step
-        return bool(rules.policies) and not rules.ways_out and not any(
+        return rules.isolated and not rules.ways_out and not any(
             id(self.rules_of(target)) in self._leaky for peer_key, _ in rules.peers
             for target in self.reached_by(peer_key))
 
@@ -152,7 +215,7 @@ class Cluster:
                     peer_sets[peer_key] = {id(self.rules_of(target)) for target in self.reached_by(peer_key)}
                 for target in peer_sets[peer_key]:
                     reached_from.setdefault(target, set()).add(key)
-        leaky = {key for key, rules in rule_sets.items() if rules.ways_out or not rules.policies}
+        leaky = {key for key, rules in rule_sets.items() if rules.ways_out or not rules.isolated}
         waiting = deque(leaky)
         while waiting:
             for source in reached_from.get(waiting.popleft(), ()):
@@ -164,7 +227,8 @@ class Cluster:
     def reached_by(self, peer_key: PeerKey) -> list[PodClass]:
         """The classes of pods a pod peer selects, but those of an allowed peer."""
         if peer_key not in self._reached:
-            self._reached[peer_key] = self._selected(peer_key[0], self._peers[peer_key])
+            self._reached[peer_key] = sorted(self._all_pods().pods) if peer_key == EVERY_POD else \
+                self._selected(peer_key[0], self._peers[peer_key])
         return self._reached[peer_key]
 
     def _allowed_by(self, selecting: list[Mapping[str, Any]]) -> _Rules:
@@ -181,11 +245,116 @@ class Cluster:
                     block = peer.get("ipBlock")
                     if isinstance(block, Mapping):
                         ways_out += [f"{where} {why}" for why in _block_outside(block, self.internal)]
+                        if self._covers_pods(_block_networks(block)):
+                            peers.append((EVERY_POD, f"{where} (ipBlock {block.get('cidr')}, the pod network)"))
                     else:
                         key = (namespace_of(policy), _canonical(peer))
                         self._peers[key] = peer
                         peers.append((key, where))
-        return _Rules(ways_out, peers, tuple(sorted({f"{namespace_of(p)}/{name_of(p)}" for p in selecting})))
+        return _Rules(ways_out, peers, _names(selecting), isolated=bool(selecting))
+
+    def _covers_pods(self, networks: Sequence[Network]) -> bool:
+        return any(n.overlaps(p) for n in networks for p in self.pod_networks or ()
+                   if n.version == p.version)
+
+    def _tiered(self, namespace: str, selecting: list[Mapping[str, Any]], admin: list[Mapping[str, Any]],
+                baseline: list[Mapping[str, Any]]) -> _Rules:
+        """What pods selected by these admin policies and NetworkPolicies reach, tier by tier."""
+        undecided, passed = self._everything(), _Region()
+        reached: list[tuple[_Region, str]] = []
+        for decision in (d for policy in admin for d in self._decisions(policy, "AdminNetworkPolicy")):
+            if decision.action == "Allow":
+                reached.append((undecided & decision.wide, decision.where))
+            elif decision.action == "Pass":
+                passed = passed | (undecided & decision.wide)
+            undecided = undecided - decision.narrow
+        onwards = undecided | passed
+        if selecting:
+            reached += [(onwards & region, where) for region, where in self._network_policy_regions(selecting)]
+        else:
+            for decision in (d for policy in baseline for d in self._decisions(policy, "BaselineAdminNetworkPolicy")):
+                if decision.action == "Allow":
+                    reached.append((onwards & decision.wide, decision.where))
+                onwards = onwards - decision.narrow
+            reached.append((onwards, f"no NetworkPolicy of {namespace} selects these pods for egress and no admin "
+                                     "policy denies the rest: what is left"))
+        ways_out = [f"{where} reaches {min(region.addresses, key=_address_order)} outside the internal ranges"
+                    for region, where in reached if region.addresses]
+        peers: list[tuple[PeerKey, str]] = []
+        for region, where in reached:
+            if region.pods:
+                key = (namespace, f"#{len(self._reached)}".encode())
+                self._reached[key] = sorted(region.pods)
+                peers.append((key, where))
+        named = [f"{kind} {name_of(p)}" for kind, found in (("AdminNetworkPolicy", admin),
+                                                             ("BaselineAdminNetworkPolicy", baseline)) for p in found]
+        return _Rules(ways_out, peers, (*_names(selecting), *named))
+
+    def _decisions(self, policy: Mapping[str, Any], kind: str) -> list[_Decision]:
+        found = []
+        for index, rule in enumerate(_egress_rules(policy)):
+            wide = narrow = _Region()
+            for peer in rule.get("to") or []:
+                widest, certain = self._admin_peer(peer)
+                wide, narrow = wide | widest, narrow | certain
+            action = str(rule.get("action"))
+            label = f" ({rule['name']})" if rule.get("name") else ""
+            found.append(_Decision(action, wide, _Region() if rule.get("ports") else narrow,
+                                   f"{kind} {name_of(policy)} egress[{index}]{label} {action}"))
+        return found
+
+    def _admin_peer(self, peer: Mapping[str, Any]) -> tuple[_Region, _Region]:
+        """An admin egress peer's destinations: what it may match, and what it surely matches."""
+        if not isinstance(peer, Mapping):
+            return _Region(), _Region()
+        if isinstance(peer.get("namespaces"), Mapping):
+            region = _Region(pods=frozenset(self._selected("", {"namespaceSelector": peer["namespaces"]})))
+            return region, region
+        pods = peer.get("pods")
+        if isinstance(pods, Mapping):
+            selected = {"namespaceSelector": pods.get("namespaceSelector") or {},
+                        "podSelector": pods.get("podSelector") or {}}
+            region = _Region(pods=frozenset(self._selected("", selected)))
+            return region, region
+        if isinstance(peer.get("networks"), list):
+            networks = [ipaddress.ip_network(str(cidr), strict=False) for cidr in peer["networks"]]
+            addresses = _Region(_difference(tuple(networks), self.internal))
+            # pods whose addresses it may cover: every pod (a pod's address is not known when it is
+            # admitted); surely every pod only when it covers the whole pod network
+            surely = bool(self.pod_networks) and all(any(p.version == n.version and p.subnet_of(n)  # type: ignore[arg-type]
+                                                         for n in networks) for p in self.pod_networks or ())
+            return (addresses | self._all_pods() if self._covers_pods(networks) else addresses), \
+                addresses | self._all_pods() if surely else addresses
+        if "nodes" in peer:
+            return _Region(), _Region()  # the admin's machines: inside
+        return self._everything(), _Region()  # a peer this version does not know: it may match anything
+
+    def _network_policy_regions(self, selecting: list[Mapping[str, Any]]) -> list[tuple[_Region, str]]:
+        """What NetworkPolicies selecting a pod allow, each rule's peers as a region (for the tiers)."""
+        found = []
+        for policy in selecting:
+            for index, rule in enumerate((policy.get("spec") or {}).get("egress") or []):
+                where = f"NetworkPolicy {namespace_of(policy)}/{name_of(policy)} egress[{index}]"
+                to = rule.get("to") if isinstance(rule, Mapping) else None
+                if not to:
+                    found.append((self._everything(), f"{where} (no `to`)"))
+                for peer in to or []:
+                    block = peer.get("ipBlock")
+                    if isinstance(block, Mapping):
+                        networks = _block_networks(block)
+                        found.append((_Region(_difference(tuple(networks), self.internal))
+                                      | (self._all_pods() if self._covers_pods(networks) else _Region()), where))
+                    else:
+                        found.append((_Region(pods=frozenset(self._selected(namespace_of(policy), peer))), where))
+        return found
+
+    def _everything(self) -> _Region:
+        every = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
+        return _Region(_difference(every, self.internal)) | self._all_pods()
+
+    def _all_pods(self) -> _Region:
+        return _Region(pods=frozenset((namespace, labels) for namespace, classes in self._classes.items()
+                                      for labels in classes if not self._allowed((namespace, labels))))
 
     def _selected(self, namespace: str, peer: Mapping[str, Any]) -> list[PodClass]:
         namespace_selector = peer.get("namespaceSelector")
@@ -196,8 +365,11 @@ class Cluster:
                                 if selector_matches(namespace_selector, labels))
         return [(name, labels) for name in namespaces for labels in self._classes.get(name, {})
                 if ("podSelector" not in peer or selector_matches(peer["podSelector"], dict(labels)))
-                and not any(name == allowed.namespace and selector_matches(allowed.selector, dict(labels))
-                            for allowed in self.allowed_peers)]
+                and not self._allowed((name, labels))]
+
+    def _allowed(self, pod_class: PodClass) -> bool:
+        return any(pod_class[0] == allowed.namespace and selector_matches(allowed.selector, dict(pod_class[1]))
+                   for allowed in self.allowed_peers)
 
 
 def internal_networks(cidrs: Iterable[str]) -> tuple[Network, ...]:
@@ -216,7 +388,7 @@ def egress_of(pod: Mapping[str, Any], cluster: Cluster) -> Egress:
     while waiting:
         current = waiting.popleft()
         rules = cluster.rules_of(current)
-        ways_out = rules.ways_out if rules.policies else [
+        ways_out = rules.ways_out if rules.isolated else [
             f"no NetworkPolicy selects pod {current[0]}/{names[current]} for egress: it may reach any address"]
         if ways_out:
             return Egress(False, _reasons(current, ways_out, reached_by, names), cluster.rules_of(root).policies)
@@ -263,12 +435,62 @@ def _beyond(cidr: str, excepted: list[str], internal: tuple[Network, ...]) -> li
     return left
 
 
+def _block_networks(block: Mapping[str, Any]) -> list[Network]:
+    """An ipBlock's addresses: its CIDR less its ``except`` ranges."""
+    return _beyond(str(block.get("cidr")), [str(e) for e in block.get("except") or []], ())
+
+
+def _address_order(network: Network) -> tuple[int, int, int]:
+    return network.version, int(network.network_address), network.prefixlen
+
+
+def _intersection(some: tuple[Network, ...], others: tuple[Network, ...]) -> tuple[Network, ...]:
+    """Two CIDRs either nest or are apart: the common part of two is the smaller, if they overlap."""
+    return tuple(a if a.prefixlen >= b.prefixlen else b for a in some for b in others
+                 if a.version == b.version and a.overlaps(b))
+
+
+def _difference(some: tuple[Network, ...], others: Sequence[Network]) -> tuple[Network, ...]:
+    left = list(some)
+    for other in others:
+        left = [part for network in left for part in _minus(network, other)]
+    return tuple(left)
+
+
+def _union(some: tuple[Network, ...], others: tuple[Network, ...]) -> tuple[Network, ...]:
+    return (*some, *_difference(others, some))
+
+
 def _minus(network: Network, other: Network) -> list[Network]:
     if network.version != other.version or not network.overlaps(other):
         return [network]
     if network.subnet_of(other):  # type: ignore[arg-type]
         return []
     return list(network.address_exclude(other))  # type: ignore[arg-type]
+
+
+def _egress_rules(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [rule for rule in (policy.get("spec") or {}).get("egress") or [] if isinstance(rule, Mapping)]
+
+
+def _priority(policy: Mapping[str, Any]) -> int:
+    value = (policy.get("spec") or {}).get("priority")
+    return value if isinstance(value, int) else 1000
+
+
+def _subject_selects(subject: Any, namespace_labels: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """An admin policy's subject: every pod of the namespaces it selects, or the pods it selects in them."""
+    if not isinstance(subject, Mapping):
+        return False
+    if isinstance(subject.get("namespaces"), Mapping):
+        return selector_matches(subject["namespaces"], namespace_labels)
+    pods = subject.get("pods")
+    return isinstance(pods, Mapping) and selector_matches(pods.get("namespaceSelector") or {}, namespace_labels) \
+        and selector_matches(pods.get("podSelector") or {}, labels)
+
+
+def _names(policies: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    return tuple(sorted({f"{namespace_of(p)}/{name_of(p)}" for p in policies}))
 
 
 def _applies_to_egress(policy: Mapping[str, Any]) -> bool:

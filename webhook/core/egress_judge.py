@@ -21,7 +21,7 @@ an unsynced cache never means "confined".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .admission import AdmissionRequest
@@ -42,11 +42,15 @@ from .errors import EvaluationError
 from .workloads import labels_of, selector_matches, task_templates
 
 NETWORK_POLICY = ("networking.k8s.io", "NetworkPolicy")
+ADMIN_POLICY = ("policy.networking.k8s.io", "AdminNetworkPolicy")
+BASELINE_POLICY = ("policy.networking.k8s.io", "BaselineAdminNetworkPolicy")
 NAMESPACE = ("", "Namespace")
 POD = ("", "Pod")
 SERVICE = ("", "Service")
 INGRESS = ("networking.k8s.io", "Ingress")
-CHANGES_EGRESS = (NETWORK_POLICY, NAMESPACE, POD)  # writes that can change what a pod reaches
+ADMIN_NETWORK_POLICIES = (("policy.networking.k8s.io/v1alpha1", "AdminNetworkPolicy"),
+                          ("policy.networking.k8s.io/v1alpha1", "BaselineAdminNetworkPolicy"))  # (apiVersion, kind)
+CHANGES_EGRESS = (NETWORK_POLICY, ADMIN_POLICY, BASELINE_POLICY, NAMESPACE, POD)  # writes changing what pods reach
 EXPOSING_TYPES = ("LoadBalancer", "NodePort")
 
 
@@ -96,17 +100,18 @@ def _indexed(objects: NetworkObjects, placement: PlacementSettings) -> _Now:
     for pod in objects.pods:
         if placement.is_sensitive(labels_of(pod)):
             sensitive.setdefault(class_of(pod), []).append(name_of(pod))
-    now = _Now(objects, placement, _cluster(placement, objects.pods, objects.policies, objects.namespaces),
-               {klass: tuple(sorted(names)) for klass, names in sensitive.items()})
+    now = _Now(objects, placement, _cluster(placement, objects), {klass: tuple(sorted(names))
+                                                                  for klass, names in sensitive.items()})
     _last[:] = [now]
     return now
 
 
-def _cluster(placement: PlacementSettings, pods: Sequence[Mapping[str, Any]], policies: Sequence[Mapping[str, Any]],
-             namespaces: Mapping[str, Mapping[str, str]]) -> Cluster:
+def _cluster(placement: PlacementSettings, objects: NetworkObjects) -> Cluster:
     settings = placement.egress
-    return Cluster(policies, namespaces, pods, internal_networks(settings.internal_cidrs),
-                   tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers))
+    return Cluster(objects.policies, objects.namespaces, objects.pods, internal_networks(settings.internal_cidrs),
+                   tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers),
+                   objects.admin, objects.baseline,
+                   internal_networks(settings.pod_cidrs) if settings.pod_cidrs else None)
 
 
 def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
@@ -140,12 +145,17 @@ def _verdict(pod: Mapping[str, Any], now: _Now) -> dict[str, Any]:
 def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
     """The cluster as it would be after the write; None when the write changes nothing egress reads."""
     objects, new, old = now.objects, request.object, request.old_object
-    policies, namespaces, pods = objects.policies, objects.namespaces, objects.pods
+    namespaces, pods = objects.namespaces, objects.pods
     key = (request.group, request.kind)
-    if key == NETWORK_POLICY:
-        policies = [p for p in policies if (namespace_of(p), name_of(p)) != (request.namespace, request.name)]
-        policies += [new] if new is not None and request.operation != "DELETE" else []
-    elif key == NAMESPACE:
+    if key in (NETWORK_POLICY, ADMIN_POLICY, BASELINE_POLICY):
+        field, before = {NETWORK_POLICY: ("policies", objects.policies), ADMIN_POLICY: ("admin", objects.admin),
+                         BASELINE_POLICY: ("baseline", objects.baseline)}[key]
+        written: list[Mapping[str, Any]] = [p for p in before
+                                            if (namespace_of(p), name_of(p)) != (request.namespace, request.name)]
+        written += [new] if new is not None and request.operation != "DELETE" else []
+        changed: dict[str, Any] = {field: written}
+        return _cluster(now.placement, replace(objects, **changed))
+    if key == NAMESPACE:
         if new is None or labels_of(new) == namespaces.get(request.name, {}):
             return None
         namespaces = {**namespaces, request.name: labels_of(new)}
@@ -158,7 +168,7 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
         if request.operation == "CREATE" and now.cluster.holds(class_of(placed)):
             return None  # pods labelled alike are already there: it reaches and is reached as they are
         pods = [p for p in pods if (namespace_of(p), name_of(p)) != (request.namespace, request.name)] + [placed]
-    return _cluster(now.placement, pods, policies, namespaces)
+    return _cluster(now.placement, replace(objects, namespaces=namespaces, pods=pods))
 
 
 def _unconfined(now: _Now, after: Cluster) -> list[dict[str, Any]]:

@@ -35,6 +35,8 @@ class Workload(str, Enum):
     SPARK_APPLICATION = "SparkApplication"
     NODE = "Node"
     NETWORK_POLICY = "NetworkPolicy"
+    ADMIN_NETWORK_POLICY = "AdminNetworkPolicy"
+    BASELINE_ADMIN_NETWORK_POLICY = "BaselineAdminNetworkPolicy"
     NAMESPACE = "Namespace"
     SERVICE = "Service"
     INGRESS = "Ingress"
@@ -109,6 +111,14 @@ KINDS: tuple[AdmissionKind, ...] = (
     AdmissionKind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", Workload.NETWORK_POLICY,
                   handlers.NETWORK, operations=("CREATE", "UPDATE", "DELETE"),
                   webhook="network.vgate.io"),
+    # sig-network's admin tiers (network-policy-api v1alpha1 CRDs, where installed): an admin's Allow
+    # or Pass can open what every NetworkPolicy closes, a deleted Deny can too.
+    AdmissionKind("policy.networking.k8s.io", "v1alpha1", "AdminNetworkPolicy", "adminnetworkpolicies",
+                  Workload.ADMIN_NETWORK_POLICY, handlers.NETWORK, operations=("CREATE", "UPDATE", "DELETE"),
+                  webhook="network.vgate.io"),
+    AdmissionKind("policy.networking.k8s.io", "v1alpha1", "BaselineAdminNetworkPolicy",
+                  "baselineadminnetworkpolicies", Workload.BASELINE_ADMIN_NETWORK_POLICY, handlers.NETWORK,
+                  operations=("CREATE", "UPDATE", "DELETE"), webhook="network.vgate.io"),
     AdmissionKind("", "v1", "Namespace", "namespaces", Workload.NAMESPACE, handlers.NETWORK, operations=("UPDATE",),
                   webhook="network.vgate.io"),
     AdmissionKind("", "v1", "Service", "services", Workload.SERVICE, handlers.NETWORK, webhook="network.vgate.io"),

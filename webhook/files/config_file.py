@@ -107,12 +107,13 @@ def _check_cross_references(document: dict[str, Any], text: str, source: str) ->
             path = ["queues", "definitions", name, "priorityClass"]
             raise ConfigError(source, _line_of(text, path),
                               f"{'/'.join(path)}: priority class {klass!r} has no value in priorityClasses/values")
-    for index, cidr in enumerate(document["placement"]["egress"]["internalCIDRs"]):
-        try:
-            ipaddress.ip_network(cidr, strict=False)
-        except ValueError as exc:
-            path = ["placement", "egress", "internalCIDRs", index]
-            raise ConfigError(source, _line_of(text, path), f"placement/egress/internalCIDRs/{index}: {exc}") from exc
+    for key in ("internalCIDRs", "podCIDRs"):
+        for index, cidr in enumerate(document["placement"]["egress"][key]):
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError as exc:
+                path = ["placement", "egress", key, index]
+                raise ConfigError(source, _line_of(text, path), f"placement/egress/{key}/{index}: {exc}") from exc
     burstable = document["qos"]["memory"]["burstable"]
     if parse_quantity(burstable["limit"]) < parse_quantity(burstable["request"]):
         path = ["qos", "memory", "burstable", "limit"]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import requests
 
 from ..cluster.api import ApiServer
+from ..core.egress_judge import ADMIN_NETWORK_POLICIES
 from ..core.errors import InputError
 from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
@@ -89,6 +91,8 @@ def _learn_cluster(cluster: Cluster, kubeconfig: str, binding_namespaces: set[st
             listed = [(version, kind, api.get(path).get("items") or []) for version, kind, path in (
                 ("v1", "Pod", "/api/v1/pods"), ("v1", "Service", "/api/v1/services"),
                 ("networking.k8s.io/v1", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies"))]
+            listed += [(version, kind, _listed_if_served(api, f"/apis/{version}/{kind.lower()}s"))
+                       for version, kind in ADMIN_NETWORK_POLICIES]
     except (OSError, ValueError, KeyError, StopIteration, requests.RequestException) as error:
         raise InputError(f"{kubeconfig}: cannot read the cluster: {error}") from None
     for namespace in namespaces:
@@ -97,3 +101,13 @@ def _learn_cluster(cluster: Cluster, kubeconfig: str, binding_namespaces: set[st
         for obj in objects:
             cluster.remember({"apiVersion": version, "kind": kind, **obj})
     cluster.network_known = True
+
+
+def _listed_if_served(api: ApiServer, path: str) -> list[dict[str, Any]]:
+    """A CRD's objects, or none where the CRD is not installed (the admin tiers are optional)."""
+    try:
+        return list(api.get(path).get("items") or [])
+    except requests.HTTPError as error:
+        if error.response is not None and error.response.status_code == 404:
+            return []
+        raise

@@ -7,8 +7,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import requests
+
+from webhook.cluster import informer as informer_module
 from webhook.cluster.informer import Informer
-from webhook.cluster.state import NODES, PODS, ClusterState
+from webhook.cluster.state import ADMIN_POLICIES, NODES, PODS, ClusterState
 
 from helpers import pod
 
@@ -168,3 +171,40 @@ def test_a_pod_group_the_watch_has_not_delivered_is_asked_of_the_api_server_once
     assert state.pod_group("ml-training", "missing") is None
     assert asked == ["/apis/scheduling.volcano.sh/v1beta1/namespaces/ml-training/podgroups/gang",
                      "/apis/scheduling.volcano.sh/v1beta1/namespaces/ml-training/podgroups/missing"]
+
+
+class NotServedApi(ScriptedApi):
+    """An API server without the kind's CRD: every list is 404, until ``served`` lists ``pages``."""
+
+    def __init__(self, pages: list[list[dict[str, Any]]]) -> None:
+        super().__init__(pages, [])
+        self.served = False
+
+    def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.served:
+            response = requests.Response()
+            response.status_code = 404
+            raise requests.HTTPError("404 Not Found", response=response)
+        return super().get(path, params)
+
+
+def test_a_kind_whose_crd_is_not_installed_is_known_to_have_none_and_is_listed_once_it_is(monkeypatch):
+    monkeypatch.setattr(informer_module, "NOT_SERVED_RETRY_SECONDS", 0.05)
+    anp = {"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
+           "metadata": {"name": "confine", "resourceVersion": "3"},
+           "spec": {"priority": 10, "subject": {"namespaces": {}}, "egress": [], "ingress": []}}
+    api = NotServedApi([[anp]])
+    informer = Informer(lambda: api, ADMIN_POLICIES)  # type: ignore[arg-type,return-value]
+    informer.start()
+    assert informer.synced.wait(5) and informer.store == {} and informer.error is None
+    api.served = True  # the CRD installed: listed at the next try
+    assert api.done.wait(5)
+    informer.stop()
+    assert informer.get("", "confine") == {**anp, "metadata": {"name": "confine"}, "spec": {
+        "priority": 10, "subject": {"namespaces": {}}, "egress": []}}
+    # a kind that is not optional and answers 404 is an error, never "none exist"
+    plain = Informer(lambda: NotServedApi([]), NODES, backoff_seconds=0.01)  # type: ignore[arg-type,return-value]
+    plain.start()
+    threading.Event().wait(0.2)
+    plain.stop()
+    assert not plain.synced.is_set() and "404" in (plain.error or "")

@@ -131,6 +131,8 @@ EXAMPLES = {
     ("", "Binding"): None,
     ("", "Node"): None,
     ("networking.k8s.io", "NetworkPolicy"): None,
+    ("policy.networking.k8s.io", "AdminNetworkPolicy"): None,
+    ("policy.networking.k8s.io", "BaselineAdminNetworkPolicy"): None,
     ("", "Namespace"): None,
     ("", "Service"): None,
     ("networking.k8s.io", "Ingress"): None,

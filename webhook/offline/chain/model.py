@@ -32,6 +32,7 @@ import jsonpatch
 from ...cluster.state import NAMESPACES, ClusterState, shaped_inventory
 from ...core.config import Config
 from ...core.egress import NetworkObjects
+from ...core.egress_judge import ADMIN_NETWORK_POLICIES
 from ...core.errors import AdmissionRefused, ModelError
 from ...core.kinds import KINDS, template_of
 from ...core.queues import annotated_queue
@@ -102,9 +103,10 @@ class Cluster:
         """Take a Namespace, PriorityClass or Node from the manifests as cluster state; True if it was one."""
         kind, metadata = manifest.get("kind"), manifest.get("metadata") or {}
         if (manifest.get("apiVersion"), kind) in (("v1", "Node"), ("networking.k8s.io/v1", "NetworkPolicy"),
-                                                  ("v1", "Service"), ("v1", "ConfigMap")):
+                                                  ("v1", "Service"), ("v1", "ConfigMap"), *ADMIN_NETWORK_POLICIES):
             self.remember(manifest)
-            self.network_known = self.network_known or kind == "NetworkPolicy"
+            self.network_known = self.network_known or kind in ("NetworkPolicy", *(k for _, k in
+                                                                                   ADMIN_NETWORK_POLICIES))
             return True
         if manifest.get("apiVersion") == "v1" and kind == "Namespace":
             self.namespaces[str(metadata.get("name", ""))] = metadata
@@ -162,7 +164,8 @@ class Cluster:
         policies = placed("networking.k8s.io/v1", "NetworkPolicy")
         namespaces = {name: {**(metadata.get("labels") or {}), "kubernetes.io/metadata.name": name}  # as the
                       for name, metadata in self.namespaces.items()}  # API server labels every namespace
-        return NetworkObjects((), policies, namespaces, placed("v1", "Pod"), placed("v1", "Service"))
+        return NetworkObjects((), policies, namespaces, placed("v1", "Pod"), placed("v1", "Service"),
+                              *(placed(version, kind) for version, kind in ADMIN_NETWORK_POLICIES))
 
     def namespace_queue(self, namespace: str) -> str | None:
         """The queue a Namespace given to the model names in Volcano's annotation, as the server's
