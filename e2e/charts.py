@@ -44,6 +44,17 @@ def module_dir(module: str, wrapper: Path = build.MODULE) -> Path:
     return Path(json.loads(out)["Dir"])
 
 
+def admin_network_policy_crds() -> list[dict[str, Any]]:
+    """sig-network's AdminNetworkPolicy and BaselineAdminNetworkPolicy CRDs, as their module ships
+    them (config/crd/experimental: with the networks and nodes peers), downloaded by the Go command
+    and checked against e2e/build/netpol/go.sum."""
+    out = subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/network-policy-api"],
+                         cwd=build.MODULE / "netpol", check=True, capture_output=True, text=True).stdout
+    folder = Path(json.loads(out)["Dir"]) / "config" / "crd" / "experimental"
+    return [document for path in sorted(folder.glob("policy.networking.k8s.io_*.yaml"))
+            for document in yaml.safe_load_all(path.read_text()) if document]
+
+
 def _namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 

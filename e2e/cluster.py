@@ -48,6 +48,7 @@ VOLCANO_WEBHOOK_PORT = 16444
 VGATE_PORT, VGATE_METRICS_PORT = 16446, 16447
 APISERVER = f"https://{HOST}:{APISERVER_PORT}"
 VGATE_URL = f"https://{HOST}:{VGATE_PORT}"
+POD_CIDR = "127.16.0.0/16"  # where kwok gives pods their addresses
 
 # Fake nodes kwok keeps Ready: two zones, memory-encrypted (SEV-SNP) or not, one GPU node
 # tainted for a tenant; names say what each one is.
@@ -212,8 +213,9 @@ def up() -> None:
     _write_component_kubeconfigs(ca)
 
     volcano = charts.volcano_objects()
-    apply(volcano.cluster_setup)
-    wait_established([o["metadata"]["name"] for o in volcano.cluster_setup
+    admin_tiers = charts.admin_network_policy_crds()
+    apply([*volcano.cluster_setup, *admin_tiers])
+    wait_established([o["metadata"]["name"] for o in [*volcano.cluster_setup, *admin_tiers]
                        if o["kind"] == "CustomResourceDefinition"])
 
     Component("kube-controller-manager", [
@@ -330,7 +332,7 @@ def _start_kwok(binaries: Path) -> None:
     Component("kwok", [
         str(binaries / "kwok"), f"--kubeconfig={KUBECONFIG}",
         "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        "--node-ip=127.0.0.1", "--cidr=127.16.0.0/16", f"--server-address={HOST}:16456",
+        "--node-ip=127.0.0.1", f"--cidr={POD_CIDR}", f"--server-address={HOST}:16456",
     ], lambda: http_ok(f"http://{HOST}:16456/healthz")).start()
     apply(node_objects())
     kubectl("wait", "--for=condition=Ready", "--timeout=90s", "node", "--all")
@@ -361,10 +363,20 @@ def vgate_component() -> Component:
         env={"PYTHONPATH": str(ROOT), "VGATE_REPLICA": "e2e"})
 
 
+# This cluster's addresses: kwok gives pods addresses in 127.16.0.0/16 (its --cidr); 10.0.0.0/8 is
+# taken to be the datacenter's own. An address range reaching the pod network reaches every pod.
+EGRESS_VALUES = {"config": {"placement": {"egress": {"internalCIDRs": ["10.0.0.0/8", POD_CIDR],
+                                                      "podCIDRs": [POD_CIDR]}}}}
+
+
+def _vgate_values(bundle: str) -> dict[str, Any]:
+    return {"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}, **EGRESS_VALUES}
+
+
 def vgate_webhook_configurations() -> list[dict[str, Any]]:
     """vgate's two webhook configurations as the chart renders them, routed to 127.0.0.1."""
     bundle = base64.b64encode((VGATE_DIR / "certs" / "ca.crt").read_bytes()).decode()
-    return charts.vgate_objects({"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}}).webhook_configurations
+    return charts.vgate_objects(_vgate_values(bundle)).webhook_configurations
 
 
 def _start_vgate() -> None:
@@ -373,7 +385,7 @@ def _start_vgate() -> None:
     subprocess.run([*VGATE_CLI, "certs", "--out", str(workdir / "certs"),
                     "--ca-dir", str(workdir / "certs.ca")], check=True, capture_output=True, cwd=ROOT)
     bundle = base64.b64encode((workdir / "certs" / "ca.crt").read_bytes()).decode()
-    vgate = charts.vgate_objects({"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}})
+    vgate = charts.vgate_objects(_vgate_values(bundle))
     # vgate watches the cluster as its pod would: as the chart's ServiceAccount, with the chart's RBAC
     # (applied first, with the rest of the chart's cluster objects, before vgate starts and lists).
     watcher = identity_kubeconfig("vgate-cluster-state", *service_account_user(charts.VGATE_NAMESPACE, "vgate"))

@@ -184,7 +184,7 @@ class Cluster:
 
     def _subject_of(self, policies: Sequence[Mapping[str, Any]], pod_class: PodClass) -> tuple[int, ...]:
         """Which of these admin policies select pods of ``pod_class`` (their indices)."""
-        namespace_labels, labels = self.namespaces.get(pod_class[0], {}), dict(pod_class[1])
+        namespace_labels, labels = self._namespace_labels(pod_class[0]), dict(pod_class[1])
         return tuple(i for i, policy in enumerate(policies)
                      if _subject_selects((policy.get("spec") or {}).get("subject"), namespace_labels, labels))
 
@@ -361,11 +361,15 @@ class Cluster:
         if namespace_selector is None:
             namespaces = [namespace]
         else:
-            namespaces = sorted(n for n, labels in self.namespaces.items()
-                                if selector_matches(namespace_selector, labels))
+            namespaces = sorted(n for n in {*self.namespaces, *self._classes}
+                                if selector_matches(namespace_selector, self._namespace_labels(n)))
         return [(name, labels) for name in namespaces for labels in self._classes.get(name, {})
                 if ("podSelector" not in peer or selector_matches(peer["podSelector"], dict(labels)))
                 and not self._allowed((name, labels))]
+
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """A namespace's labels; one not known has the label the API server gives every namespace."""
+        return self.namespaces.get(namespace) or {"kubernetes.io/metadata.name": namespace}
 
     def _allowed(self, pod_class: PodClass) -> bool:
         return any(pod_class[0] == allowed.namespace and selector_matches(allowed.selector, dict(pod_class[1]))

@@ -13,7 +13,7 @@ from typing import Any
 import requests
 
 from ..cluster.api import ApiServer
-from ..core.egress_judge import ADMIN_NETWORK_POLICIES
+from ..cluster.state import ADMIN_POLICIES, BASELINE_POLICIES
 from ..core.errors import InputError
 from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
@@ -91,8 +91,8 @@ def _learn_cluster(cluster: Cluster, kubeconfig: str, binding_namespaces: set[st
             listed = [(version, kind, api.get(path).get("items") or []) for version, kind, path in (
                 ("v1", "Pod", "/api/v1/pods"), ("v1", "Service", "/api/v1/services"),
                 ("networking.k8s.io/v1", "NetworkPolicy", "/apis/networking.k8s.io/v1/networkpolicies"))]
-            listed += [(version, kind, _listed_if_served(api, f"/apis/{version}/{kind.lower()}s"))
-                       for version, kind in ADMIN_NETWORK_POLICIES]
+            listed += [(watched.group_version, watched.kind, _listed_if_served(api, watched.path))
+                       for watched in (ADMIN_POLICIES, BASELINE_POLICIES)]
     except (OSError, ValueError, KeyError, StopIteration, requests.RequestException) as error:
         raise InputError(f"{kubeconfig}: cannot read the cluster: {error}") from None
     for namespace in namespaces:

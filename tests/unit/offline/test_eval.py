@@ -186,3 +186,30 @@ def test_a_spark_config_map_among_the_manifests_is_read_as_the_server_reads_it()
     missing = vgate_eval("-f", "-", "-o", "json", stdin=yaml.safe_dump(example))
     [refused] = json.loads(missing.stdout)
     assert not refused["allowed"] and "sparkConfigMap etl-defaults does not exist in ml-training" in refused["message"]
+
+
+def test_admin_network_policies_among_the_manifests_decide_egress_as_the_server_does():
+    """A sensitive pod in a namespace without NetworkPolicies: with a BaselineAdminNetworkPolicy that
+    lets it reach only the DNS it is confined; with an AdminNetworkPolicy allowing the internet above
+    that, it is not, named by the admin policy's rule."""
+    sensitive = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vault", "namespace": "bare", "labels": {
+        "vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}},
+        "spec": {"containers": [{"name": "c", "image": "registry.example.com/v@sha256:" + "0" * 64}]}}
+    subject = {"namespaces": {"matchLabels": {"kubernetes.io/metadata.name": "bare"}}}
+    baseline = {"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "BaselineAdminNetworkPolicy",
+                "metadata": {"name": "default"}, "spec": {"subject": subject, "egress": [
+                    {"action": "Deny", "to": [{"networks": ["0.0.0.0/0", "::/0"]}]},
+                    {"action": "Deny", "to": [{"namespaces": {}}]}]}}
+    internet = {"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
+                "metadata": {"name": "internet"}, "spec": {"priority": 5, "subject": subject, "egress": [
+                    {"action": "Allow", "to": [{"networks": ["0.0.0.0/0"]}]}]}}
+
+    def egress_denied(*manifests: dict) -> list[str]:
+        [verdict] = json.loads(vgate_eval("-f", "-", "-o", "json", stdin=yaml.safe_dump_all(manifests)).stdout)
+        return [v["message"] for v in verdict["violations"] if v["rule"] == "network-egress-confined"]
+    assert egress_denied(baseline, sensitive) == []
+    [message] = egress_denied(baseline, internet, sensitive)
+    assert "AdminNetworkPolicy internet egress[0] Allow reaches 0.0.0.0/0 outside the internal ranges" in message
+    [message] = egress_denied({**baseline, "kind": "NetworkPolicy", "apiVersion": "networking.k8s.io/v1",
+                               "metadata": {"name": "x", "namespace": "web"}, "spec": {"podSelector": {}}}, sensitive)
+    assert "no NetworkPolicy selects pod bare/vault for egress" in message  # a NetworkPolicy elsewhere: no tier
