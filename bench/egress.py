@@ -6,9 +6,11 @@ process, CPU time) for one sensitive pod in a namespace of --policies NetworkPol
 pods, against the same pod in a namespace of one deny-all policy (the baseline, same run), in
 interleaved rounds. The policies are the tenant's worst case: every one selects every pod for egress
 (``podSelector: {}``) and allows a podSelector peer matching a tenth of the pods, each of which is
-then judged in turn (relays), and one ipBlock inside the internal ranges.
+then judged in turn (relays), and one ipBlock inside the internal ranges. With --admin N, N
+AdminNetworkPolicies select every pod too (an Allow of a tenth of the pods, a Pass of an internal
+range, a Deny of another), above them (the admin tiers computed over regions of destinations).
 
-    python bench/egress.py --policies 1000 --pods 10000 --rounds 5
+    python bench/egress.py --policies 1000 --pods 10000 --rounds 5 [--admin 100]
 """
 
 from __future__ import annotations
@@ -27,7 +29,17 @@ from webhook.core.egress import AllowedPeer, Cluster, egress_of, internal_networ
 NAMESPACE = "ml-training"
 
 
-def crowded(policies: int, pods: int, distinct: bool = False) -> tuple[Cluster, dict[str, Any]]:
+def admin_policies(count: int) -> list[dict[str, Any]]:
+    """Admin policies selecting every pod, each with an Allow of pods, a Pass and a Deny of a range."""
+    return [{"metadata": {"name": f"admin-{i}"}, "spec": {"priority": i % 1000, "subject": {"namespaces": {}},
+                                                         "egress": [
+        {"action": "Allow", "to": [{"pods": {"namespaceSelector": {}, "podSelector": {
+            "matchLabels": {"app": f"app-{i % 10}"}}}}]},
+        {"action": "Pass", "to": [{"networks": [f"10.{i % 250}.0.0/16"]}]},
+        {"action": "Deny", "to": [{"networks": [f"192.{i % 250}.0.0/16"]}]}]}} for i in range(count)]
+
+
+def crowded(policies: int, pods: int, distinct: bool = False, admin: int = 0) -> tuple[Cluster, dict[str, Any]]:
     made = [{"metadata": {"name": f"pod-{i}", "namespace": NAMESPACE,
                           "labels": {"app": f"app-{i % 10}", **({"pod": str(i)} if distinct else {})}}}
             for i in range(pods)]
@@ -37,7 +49,8 @@ def crowded(policies: int, pods: int, distinct: bool = False) -> tuple[Cluster, 
                   {"to": [{"ipBlock": {"cidr": f"10.{i % 250}.0.0/16"}}], "ports": [{"port": 443}]}]}}
              for i in range(policies)]
     cluster = Cluster(rules, {NAMESPACE: {"kubernetes.io/metadata.name": NAMESPACE}}, made,
-                      internal_networks(["10.0.0.0/8"]), (AllowedPeer("kube-system", {}),))
+                      internal_networks(["10.0.0.0/8"]), (AllowedPeer("kube-system", {}),), admin_policies(admin),
+                      (), internal_networks(["10.244.0.0/16"]))
     return cluster, made[0]
 
 
@@ -61,6 +74,7 @@ def crowd_parser(description: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--distinct-labels", action="store_true",
                         help="every pod its own label set (the tenant's worst case for the class index)")
+    parser.add_argument("--admin", type=int, default=0, help="AdminNetworkPolicies selecting every pod")
     return parser
 
 
@@ -76,10 +90,11 @@ def main() -> None:
     confined = True
     for _ in range(args.rounds):  # interleaved: drift in the machine's speed hits both alike
         times["baseline"].append(cpu_ms(lone)[:2])
-        cold, warm, confined = cpu_ms(lambda: crowded(args.policies, args.pods, args.distinct_labels))
+        cold, warm, confined = cpu_ms(lambda: crowded(args.policies, args.pods, args.distinct_labels, args.admin))
         times["crowded"].append((cold, warm))
     labels = " with distinct labels" if args.distinct_labels else ""
-    print(f"{args.policies} NetworkPolicies, {args.pods} pods{labels}, {args.rounds} interleaved rounds "
+    admin = f", {args.admin} AdminNetworkPolicies" if args.admin else ""
+    print(f"{args.policies} NetworkPolicies{admin}, {args.pods} pods{labels}, {args.rounds} interleaved rounds "
           f"(CPU ms, medians; each round in brackets); confined: {confined}")
     for case in ("baseline", "crowded"):
         for index, what in ((0, "fresh cluster"), (1, "warm caches")):

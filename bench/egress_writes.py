@@ -12,6 +12,7 @@ of them sensitive, in interleaved rounds, CPU ms per write:
 - new pod class: a pod with labels no pod has yet (the cluster after it rebuilt, every sensitive class
   searched again)
 - NetworkPolicy: a new policy (the same)
+- AdminNetworkPolicy (with --admin N, N of them selecting every pod, bench/egress.py): a new one
 
 The state index is built once before the rounds (the server rebuilds it once per change of its
 watched kinds, not per request); each case is then timed as the gateway runs it.
@@ -36,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
-from egress import crowd_parser  # bench/egress.py, beside this file
+from egress import admin_policies, crowd_parser  # bench/egress.py, beside this file
 
 from webhook.core.admission import AdmissionRequest, decode_review
 from webhook.core.egress import NetworkObjects
@@ -53,7 +54,7 @@ def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
             "spec": {"containers": [{"name": "c", "image": "registry.example.com/app:1"}]}}
 
 
-def crowded(policies: int, pods: int, distinct: bool) -> NetworkObjects:
+def crowded(policies: int, pods: int, distinct: bool, admin: int = 0) -> NetworkObjects:
     made = [pod(f"pod-{i}", {"app": f"app-{i % 10}", **(SENSITIVE if i % 10 == 0 else {}),
                              **({"pod": str(i)} if distinct else {})}) for i in range(pods)]
     rules = [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -62,7 +63,9 @@ def crowded(policies: int, pods: int, distinct: bool) -> NetworkObjects:
                   {"to": [{"podSelector": {"matchLabels": {"app": f"app-{i % 10}"}}}]},
                   {"to": [{"ipBlock": {"cidr": f"10.{i % 250}.0.0/16"}}], "ports": [{"port": 443}]}]}}
              for i in range(policies)]
-    return NetworkObjects((1,), rules, {NAMESPACE: {"kubernetes.io/metadata.name": NAMESPACE}}, made, [])
+    admins = [{"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy", **found}
+              for found in admin_policies(admin)]
+    return NetworkObjects((1,), rules, {NAMESPACE: {"kubernetes.io/metadata.name": NAMESPACE}}, made, [], admins)
 
 
 def request(obj: dict[str, Any]) -> AdmissionRequest:
@@ -90,10 +93,11 @@ def main() -> None:
     if args.validate:
         return validate_share(args)
     config = load_config()
-    # internal ranges as a platform configures them: the policies' 10.x blocks are inside
+    # internal ranges as a platform configures them: the policies' 10.x blocks are inside, one of
+    # them (10.244.0.0/16) the pod network
     placement = config.placement.__class__(**{**config.placement.__dict__, "egress": config.placement.egress.__class__(
-        ("10.0.0.0/8",), config.placement.egress.allowed_peers)})
-    network = crowded(args.policies, args.pods, args.distinct_labels)
+        ("10.0.0.0/8",), config.placement.egress.allowed_peers, ("10.244.0.0/16",))})
+    network = crowded(args.policies, args.pods, args.distinct_labels, args.admin)
     index_started = time.process_time()
     egress_facts(request(pod("warm", SENSITIVE)), [pod("warm", SENSITIVE)], network, placement)
     index_ms = (time.process_time() - index_started) * 1000
@@ -103,6 +107,8 @@ def main() -> None:
         "new pod class": (pod("fresh", {"app": "fresh"}), []),
         "NetworkPolicy": ({**network.policies[0], "metadata": {"name": "another", "namespace": NAMESPACE}}, []),
     }
+    if network.admin:
+        cases["AdminNetworkPolicy"] = ({**network.admin[0], "metadata": {"name": "another"}}, [])
     requests = {name: (request(obj), judged or [obj]) for name, (obj, judged) in cases.items()}
     times: dict[str, list[float]] = {name: [] for name in cases}
     found: dict[str, object] = {}
@@ -115,12 +121,13 @@ def main() -> None:
             times[name].append(cpu_ms(lambda: judge(name)))  # noqa: B023 - called at once, in this iteration
     base = statistics.median(times["baseline"])
     labels = ", each its own labels" if args.distinct_labels else ""
-    print(f"{args.policies} NetworkPolicies, {args.pods} pods ({args.pods // 10} sensitive{labels}), {args.rounds} "
-          f"interleaved rounds, CPU ms per write (median, each round in brackets); the state indexed once: "
-          f"{index_ms:.1f} ms")
+    admin = f", {args.admin} AdminNetworkPolicies" if args.admin else ""
+    print(f"{args.policies} NetworkPolicies{admin}, {args.pods} pods ({args.pods // 10} sensitive{labels}), "
+          f"{args.rounds} interleaved rounds, CPU ms per write (median, each round in brackets); the state "
+          f"indexed once: {index_ms:.1f} ms")
     for name, runs in times.items():
         ratio = statistics.median(runs) / base if base else float("inf")
-        print(f"{name:14s} {statistics.median(runs):9.3f} ms ({'/'.join(f'{t:.3f}' for t in runs)}), "
+        print(f"{name:18s} {statistics.median(runs):9.3f} ms ({'/'.join(f'{t:.3f}' for t in runs)}), "
               f"{ratio:.0f}x the baseline's; refused: {refused(found[name])}")
 
 

@@ -34,6 +34,7 @@ Pure: the policies, namespaces and pods are given.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -81,6 +82,8 @@ class NetworkObjects:
 
 PeerKey = tuple[str, bytes]  # a pod peer: its policy's namespace and the peer as canonical JSON
 EVERY_POD: PeerKey = ("", b"*")  # every pod of the cluster: an address range covering the pod network
+EVERYTHING: PeerKey = ("", b"**")  # every address outside and every pod
+_Subjects = dict[bytes, tuple[Any, list[int]]]  # admin policies by subject: the subject, their indices
 
 
 @dataclass
@@ -145,6 +148,10 @@ class Cluster:
     _class_rules: dict[PodClass, _Rules] = field(default_factory=dict, repr=False)
     _peers: dict[PeerKey, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     _reached: dict[PeerKey, list[PodClass]] = field(default_factory=dict, repr=False)
+    _regions: dict[PeerKey, _Region] = field(default_factory=dict, repr=False)  # the admin tiers' regions, by peer
+    _subjects: dict[tuple[bytes, Any], bool] = field(default_factory=dict, repr=False)  # (subject, where): selects?
+    _admin_subjects: _Subjects = field(default_factory=dict, repr=False)
+    _baseline_subjects: _Subjects = field(default_factory=dict, repr=False)
     _leaky: set[int] | None = field(default=None, repr=False)  # the rule sets whose pods' egress leads outside
     _held_sets: set[int] = field(default_factory=set, repr=False)  # the rule sets of the pods held
 
@@ -159,6 +166,7 @@ class Cluster:
         self.admin = sorted((p for p in self.admin if _egress_rules(p)),
                             key=lambda p: (_priority(p), name_of(p)))  # same priority: undefined; by name
         self.baseline = sorted((p for p in self.baseline if _egress_rules(p)), key=name_of)
+        self._admin_subjects, self._baseline_subjects = _by_subject(self.admin), _by_subject(self.baseline)
         if self.pod_networks is None:
             self.pod_networks = self.internal
 
@@ -173,7 +181,8 @@ class Cluster:
         namespace, labels = pod_class
         selectors = self._selectors.get(namespace, {})
         matched = frozenset(key for key, (selector, _) in selectors.items() if selector_matches(selector, dict(labels)))
-        admin, baseline = self._subject_of(self.admin, pod_class), self._subject_of(self.baseline, pod_class)
+        admin = self._subject_of(self._admin_subjects, pod_class)
+        baseline = self._subject_of(self._baseline_subjects, pod_class)
         key = (namespace, matched, admin, baseline)
         if key not in self._rules:
             selecting = [policy for found in sorted(matched) for policy in selectors[found][1]]
@@ -182,11 +191,20 @@ class Cluster:
         self._class_rules[pod_class] = rules = self._rules[key]
         return rules
 
-    def _subject_of(self, policies: Sequence[Mapping[str, Any]], pod_class: PodClass) -> tuple[int, ...]:
-        """Which of these admin policies select pods of ``pod_class`` (their indices)."""
-        namespace_labels, labels = self._namespace_labels(pod_class[0]), dict(pod_class[1])
-        return tuple(i for i, policy in enumerate(policies)
-                     if _subject_selects((policy.get("spec") or {}).get("subject"), namespace_labels, labels))
+    def _subject_of(self, subjects: _Subjects, pod_class: PodClass) -> tuple[int, ...]:
+        """Which admin policies select pods of ``pod_class`` (their indices), from their distinct
+        subjects (admin policies repeat a few, most by namespace alone): each matched once per
+        namespace, or per class when it selects pods by their labels."""
+        found: list[int] = []
+        for key, (subject, indices) in subjects.items():
+            by_labels = isinstance(subject, Mapping) and "namespaces" not in subject
+            where = (key, pod_class if by_labels else pod_class[0])
+            if where not in self._subjects:
+                self._subjects[where] = _subject_selects(subject, self._namespace_labels(pod_class[0]),
+                                                         dict(pod_class[1]))
+            if self._subjects[where]:
+                found += indices
+        return tuple(sorted(found))
 
     def confined(self, pod_class: PodClass) -> bool:
         """Whether pods of this class stay inside: ``egress_of``'s verdict without its reasons, for
@@ -308,13 +326,13 @@ class Cluster:
         if not isinstance(peer, Mapping):
             return _Region(), _Region()
         if isinstance(peer.get("namespaces"), Mapping):
-            region = _Region(pods=frozenset(self._selected("", {"namespaceSelector": peer["namespaces"]})))
+            region = self._pods_region("", {"namespaceSelector": peer["namespaces"]})
             return region, region
         pods = peer.get("pods")
         if isinstance(pods, Mapping):
             selected = {"namespaceSelector": pods.get("namespaceSelector") or {},
                         "podSelector": pods.get("podSelector") or {}}
-            region = _Region(pods=frozenset(self._selected("", selected)))
+            region = self._pods_region("", selected)
             return region, region
         if isinstance(peer.get("networks"), list):
             networks = [ipaddress.ip_network(str(cidr), strict=False) for cidr in peer["networks"]]
@@ -345,16 +363,29 @@ class Cluster:
                         found.append((_Region(_difference(tuple(networks), self.internal))
                                       | (self._all_pods() if self._covers_pods(networks) else _Region()), where))
                     else:
-                        found.append((_Region(pods=frozenset(self._selected(namespace_of(policy), peer))), where))
+                        found.append((self._pods_region(namespace_of(policy), peer), where))
         return found
 
+    def _pods_region(self, namespace: str, peer: Mapping[str, Any]) -> _Region:
+        """The classes a pod peer selects, as a region: once per distinct peer (a thousand policies
+        repeat a few peers)."""
+        key = (namespace, _canonical(peer))
+        if key not in self._regions:
+            self._regions[key] = _Region(pods=frozenset(self._selected(namespace, peer)))
+        return self._regions[key]
+
     def _everything(self) -> _Region:
-        every = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
-        return _Region(_difference(every, self.internal)) | self._all_pods()
+        if EVERYTHING not in self._regions:
+            every = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
+            self._regions[EVERYTHING] = _Region(_difference(every, self.internal)) | self._all_pods()
+        return self._regions[EVERYTHING]
 
     def _all_pods(self) -> _Region:
-        return _Region(pods=frozenset((namespace, labels) for namespace, classes in self._classes.items()
-                                      for labels in classes if not self._allowed((namespace, labels))))
+        if EVERY_POD not in self._regions:
+            self._regions[EVERY_POD] = _Region(pods=frozenset(
+                (namespace, labels) for namespace, classes in self._classes.items() for labels in classes
+                if not self._allowed((namespace, labels))))
+        return self._regions[EVERY_POD]
 
     def _selected(self, namespace: str, peer: Mapping[str, Any]) -> list[PodClass]:
         namespace_selector = peer.get("namespaceSelector")
@@ -441,7 +472,13 @@ def _beyond(cidr: str, excepted: list[str], internal: tuple[Network, ...]) -> li
 
 def _block_networks(block: Mapping[str, Any]) -> list[Network]:
     """An ipBlock's addresses: its CIDR less its ``except`` ranges."""
-    return _beyond(str(block.get("cidr")), [str(e) for e in block.get("except") or []], ())
+    return list(_networks_of(str(block.get("cidr")), tuple(str(e) for e in block.get("except") or [])))
+
+
+@functools.lru_cache(maxsize=4096)
+def _networks_of(cidr: str, excepted: tuple[str, ...]) -> tuple[Network, ...]:
+    """A thousand policies repeat a few blocks: each parsed once."""
+    return tuple(_beyond(cidr, list(excepted), ()))
 
 
 def _address_order(network: Network) -> tuple[int, int, int]:
@@ -480,6 +517,15 @@ def _egress_rules(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def _priority(policy: Mapping[str, Any]) -> int:
     value = (policy.get("spec") or {}).get("priority")
     return value if isinstance(value, int) else 1000
+
+
+def _by_subject(policies: Sequence[Mapping[str, Any]]) -> _Subjects:
+    """Admin policies' indices by their distinct subject."""
+    found: _Subjects = {}
+    for index, policy in enumerate(policies):
+        subject = (policy.get("spec") or {}).get("subject")
+        found.setdefault(_canonical(subject), (subject, []))[1].append(index)
+    return found
 
 
 def _subject_selects(subject: Any, namespace_labels: Mapping[str, str], labels: Mapping[str, str]) -> bool:
