@@ -1,5 +1,6 @@
 """The evidence verbs of `vgate`: `report` writes signed hourly reports, `audit verify` checks the
-decision log and the reports, `audit seal` acknowledges a torn last line. Parsing and printing only:
+decision log and the reports, `audit seal` acknowledges a torn last line, `audit scan` judges what
+already runs. Parsing and printing only:
 the work is in ``reports/`` (``schedule.write_hour``, ``evidence.check_evidence``, ``seals``).
 """
 
@@ -140,6 +141,67 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
         click.echo(line)
     click.echo(f"{check.records} records verified, {len(check.findings)} problems")
     sys.exit(1 if check.findings else 0)
+
+
+@audit.command("scan")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+              help="The cluster to scan. Default: in-cluster, as the pod's ServiceAccount.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Gateway config (default: shipped).")
+@click.option("--policies", "policy_dir", default="policies", show_default=True, type=click.Path(file_okay=False))
+@click.option("-o", "--output", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
+              help="junit: a test case per object judged; a denial or an error is its failure.")
+@click.option("--watch", is_flag=True,
+              help="Keep scanning: at start, every audit.backgroundInterval, and on every change of the policies or "
+                   "the config (the background audit's own process; one replica).")
+@click.option("--every", help="With --watch: scan this often instead of audit.backgroundInterval (90s, 15m, 1h).")
+@click.option("--publish", is_flag=True,
+              help="With --watch: put each scan's findings into the cluster as PolicyReports named vgate-audit.")
+@click.option("--metrics-bind", help="With --watch: serve the findings' metrics on HOST:PORT (/metrics).")
+def audit_scan(kubeconfig: str | None, config_path: str | None, policy_dir: str, output: str, watch: bool,
+               every: str | None, publish: bool, metrics_bind: str | None) -> None:
+    """Judge every object already in the cluster against the current policies, as /validate would
+    judge its CREATE (the background audit of Gatekeeper and Kyverno).
+
+    Exit 0 nothing denied, 1 something denied, 2 bad input or a cluster that cannot be read.
+    """
+    from .background.render import scan_json, scan_junit, scan_text
+    from .background.scan import run_scan
+
+    if watch:
+        return _watch_scans(kubeconfig, config_path, policy_dir, every, publish, metrics_bind)
+
+    try:
+        result, warnings = run_scan(kubeconfig, config_path, policy_dir, datetime.now(timezone.utc))
+    except (SourceError, InputError) as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    render = {"json": scan_json, "junit": scan_junit}.get(output, scan_text)
+    click.echo(render(result), nl=output != "junit")
+    sys.exit(1 if result.denied else 0)
+
+
+def _watch_scans(kubeconfig: str | None, config_path: str | None, policy_dir: str, every: str | None, publish: bool,
+                 metrics_bind: str | None) -> None:
+    import logging
+    import signal
+    import threading
+
+    from .background.watch import ScanMetrics, seconds_of, serve_metrics, watch_scans
+
+    if every is not None:
+        try:
+            seconds_of(every)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--every") from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    metrics = ScanMetrics()
+    if metrics_bind:
+        serve_metrics(metrics, metrics_bind)
+    watch_scans(kubeconfig, config_path, policy_dir, every, publish, metrics, stop)
 
 
 @audit.command("seal")

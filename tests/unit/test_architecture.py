@@ -20,6 +20,7 @@ MAY_IMPORT = {
     "reports": {"core", "policy", "audit", "cluster"},
     "server": {"core", "files", "policy", "audit", "reports", "cluster"},
     "offline": {"core", "files", "policy", "cluster"},
+    "background": {"core", "files", "policy", "cluster", "reports", "offline"},
 }
 # What would make the core do I/O, keep state or read the clock: modules, calls and attributes.
 IMPURE = {"os", "socket", "threading", "time", "subprocess", "logging", "requests", "flask", "gunicorn",

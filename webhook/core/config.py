@@ -52,6 +52,7 @@ class AuditSettings:
     failure_mode: str
     unready_after_failures: int
     mirror_to_stdout: bool
+    background_interval: str = "1h"  # how often `vgate audit scan --watch` judges what runs
 
 
 @dataclass(frozen=True)

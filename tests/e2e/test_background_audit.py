@@ -1,0 +1,84 @@
+"""The background audit through the real control plane: what already runs, judged against today's
+policies (issue 35).
+
+A pod is admitted under the shipped policies and runs; a rule added afterwards (as a policy reload
+would add it) forbids what it is. Admission never sees the pod again; `vgate audit scan`, listing
+the cluster as vgate's ServiceAccount would, judges it as /validate would judge its CREATE and
+names it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from e2e import cluster
+from e2e.kube import Kube
+
+from helpers import RESTRICTED_SPEC
+from test_admission import running_on_a_node, unique
+
+NAMESPACE = "e2e-scan"
+NO_LEGACY = """# METADATA
+# title: Legacy workloads are retired
+# custom:
+#   severity: high
+#   category: lifecycle
+package vgate.rules.lifecycle_no_legacy
+
+import rego.v1
+
+deny contains msg if {
+\tinput.request.object.metadata.labels.app == "legacy"
+\tmsg := sprintf("%s %s is a legacy workload: retire it", [input.request.kind.kind, input.request.name])
+}
+"""
+
+
+def audit_scan(policies: Path, output: str = "json") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*cluster.VGATE_CLI, "audit", "scan", "-o", output, "--kubeconfig", str(cluster.KUBECONFIG),
+                           "--config", str(cluster.VGATE_DIR / "vgate.yaml"), "--policies", str(policies)],
+                          capture_output=True, text=True, cwd=cluster.ROOT, timeout=300)
+
+
+def finding_of(scan: dict[str, Any], name: str) -> dict[str, Any]:
+    [found] = [f for f in scan["findings"] if (f["namespace"], f["name"]) == (NAMESPACE, name)]
+    return found
+
+
+def test_a_rule_added_after_admission_finds_the_running_pod_it_forbids(control_plane: Kube, tmp_path: Path) -> None:
+    control_plane.namespace(NAMESPACE)
+    name = unique("legacy")
+    legacy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "legacy"}},
+              "spec": RESTRICTED_SPEC}
+    created = control_plane.create(legacy, namespace=NAMESPACE)
+    assert created.ok, created.stderr
+    assert running_on_a_node(control_plane, NAMESPACE, name)
+
+    before = audit_scan(cluster.ROOT / "policies")
+    assert before.returncode in (0, 1), before.stderr
+    scanned = json.loads(before.stdout)
+    assert finding_of(scanned, name)["allowed"] is True
+    summary = scanned["summary"]
+    assert summary["judged"] > 0 and summary["cpuMicrosecondsPerObject"] > 0
+
+    policies = shutil.copytree(cluster.ROOT / "policies", tmp_path / "policies")
+    (policies / "lifecycle-no-legacy").mkdir()
+    (policies / "lifecycle-no-legacy" / "policy.rego").write_text(NO_LEGACY)
+    after = audit_scan(policies)
+    assert after.returncode == 1, after.stderr
+    found = finding_of(json.loads(after.stdout), name)
+    assert found["allowed"] is False and found["kind"] == "v1/Pod"
+    assert {"rule": "lifecycle-no-legacy", "action": "deny", "message": f"Pod {name} is a legacy workload: retire it",
+            "exception": None} in found["violations"]
+
+    junit = ET.fromstring(audit_scan(policies, "junit").stdout)
+    [case] = [c for c in junit.iter("testcase") if c.get("name") == f"Pod {NAMESPACE}/{name}"]
+    failure = case.find("failure")
+    assert failure is not None and "[lifecycle-no-legacy]" in (failure.text or "")
+    text = audit_scan(policies, "text").stdout
+    assert f"DENIED  Pod {NAMESPACE}/{name}" in text and f"deny    lifecycle-no-legacy  {NAMESPACE}: 1" in text
