@@ -16,8 +16,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from test_policy_reports_in_cluster import report_crds
+
 from e2e import cluster
 from e2e.kube import Kube
+from e2e.waiting import eventually
 
 from helpers import RESTRICTED_SPEC
 from test_admission import running_on_a_node, unique
@@ -82,3 +85,41 @@ def test_a_rule_added_after_admission_finds_the_running_pod_it_forbids(control_p
     assert failure is not None and "[lifecycle-no-legacy]" in (failure.text or "")
     text = audit_scan(policies, "text").stdout
     assert f"DENIED  Pod {NAMESPACE}/{name}" in text and f"deny    lifecycle-no-legacy  {NAMESPACE}: 1" in text
+
+
+def test_the_watching_scanner_publishes_a_policy_report_that_a_reload_updates(control_plane: Kube,
+                                                                             tmp_path: Path) -> None:
+    """`vgate audit scan --watch --publish`: the namespace's PolicyReport vgate-audit (Policy
+    Reporter's CRD accepting it) passes the pod; a rule added to the policies it reads (a reload)
+    is applied within one poll, and the same report, replaced, fails it."""
+    assert control_plane.apply(*report_crds()).ok
+    cluster.wait_established(["policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"])
+    control_plane.namespace(NAMESPACE)
+    name = unique("legacy")
+    legacy = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "legacy"}},
+              "spec": RESTRICTED_SPEC}
+    assert control_plane.create(legacy, namespace=NAMESPACE).ok
+    policies = shutil.copytree(cluster.ROOT / "policies", tmp_path / "policies")
+    watcher = subprocess.Popen([*cluster.VGATE_CLI, "audit", "scan", "--watch", "--publish", "--every", "1h",
+                                "--kubeconfig", str(cluster.KUBECONFIG), "--policies", str(policies),
+                                "--config", str(cluster.VGATE_DIR / "vgate.yaml")],
+                               cwd=cluster.ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        def results_for_pod() -> list[dict[str, Any]] | None:
+            report = control_plane.get("policyreport", "vgate-audit", NAMESPACE)
+            if report is None:
+                return None
+            return [r for r in report.get("results") or [] if r["resources"][0]["name"] == name]
+        assert eventually(lambda: results_for_pod() == [], timeout=60), "no PolicyReport vgate-audit, or a failure"
+        (policies / "lifecycle-no-legacy").mkdir()
+        (policies / "lifecycle-no-legacy" / "policy.rego").write_text(NO_LEGACY)
+        failed = eventually(lambda: [r for r in results_for_pod() or [] if r["policy"] == "lifecycle-no-legacy"],
+                            timeout=60)
+        assert failed and failed[0]["result"] == "fail" and failed[0]["severity"] == "high"
+        assert failed[0]["source"] == "vgate" and failed[0]["message"] == f"Pod {name} is a legacy workload: retire it"
+        reports = control_plane.list("policyreport", NAMESPACE)
+        assert [r["metadata"]["name"] for r in reports].count("vgate-audit") == 1  # replaced, not one more
+    finally:
+        watcher.terminate()
+        _, errors = watcher.communicate(timeout=30)
+    assert "audit scan (policies or config changed)" in errors, errors
