@@ -18,11 +18,12 @@ from typing import Any
 
 from test_policy_reports_in_cluster import report_crds
 
-from e2e import cluster
+from e2e import charts, cluster
 from e2e.kube import Kube
 from e2e.waiting import eventually
 
-from helpers import RESTRICTED_SPEC
+from helpers import RESTRICTED_SPEC, trusted
+from render import render
 from test_admission import running_on_a_node, unique
 
 NAMESPACE = "e2e-scan"
@@ -89,7 +90,8 @@ def test_a_rule_added_after_admission_finds_the_running_pod_it_forbids(control_p
 
 def test_the_watching_scanner_publishes_a_policy_report_that_a_reload_updates(control_plane: Kube,
                                                                              tmp_path: Path) -> None:
-    """`vgate audit scan --watch --publish`: the namespace's PolicyReport vgate-audit (Policy
+    """`vgate audit scan --watch --publish`, as the chart's ServiceAccount with the chart's ClusterRole:
+    the namespace's PolicyReport vgate-audit (Policy
     Reporter's CRD accepting it) passes the pod; a rule added to the policies it reads (a reload)
     is applied within one poll, and the same report, replaced, fails it."""
     assert control_plane.apply(*report_crds()).ok
@@ -100,8 +102,16 @@ def test_the_watching_scanner_publishes_a_policy_report_that_a_reload_updates(co
               "spec": RESTRICTED_SPEC}
     assert control_plane.create(legacy, namespace=NAMESPACE).ok
     policies = shutil.copytree(cluster.ROOT / "policies", tmp_path / "policies")
+    # as the chart's background audit runs: its ServiceAccount, with the chart's ClusterRole
+    scanner = [o for o in render(trusted({"backgroundAudit": {"publishPolicyReports": True}}),
+                                 namespace=charts.VGATE_NAMESPACE)
+               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+               and o["metadata"]["name"] == "vgate-audit"]
+    assert len(scanner) == 3 and control_plane.apply(*scanner).ok
+    identity = cluster.identity_kubeconfig("vgate-audit", *cluster.service_account_user(charts.VGATE_NAMESPACE,
+                                                                                        "vgate-audit"))
     watcher = subprocess.Popen([*cluster.VGATE_CLI, "audit", "scan", "--watch", "--publish", "--every", "1h",
-                                "--kubeconfig", str(cluster.KUBECONFIG), "--policies", str(policies),
+                                "--kubeconfig", str(identity), "--policies", str(policies),
                                 "--config", str(cluster.VGATE_DIR / "vgate.yaml")],
                                cwd=cluster.ROOT, stderr=subprocess.PIPE, text=True)
     try:

@@ -293,3 +293,26 @@ def test_cert_managers_namespace_is_exempt_when_it_issues_the_certificate(tmp_pa
     selector = rendered["ValidatingWebhookConfiguration/vgate"]["webhooks"][0]["namespaceSelector"]
     assert "cert-manager" in selector["matchExpressions"][0]["values"]
     assert "cert-manager" not in check.config_of(check.by_name(render()), tmp_path).document["exemptNamespaces"]
+
+
+@pytest.mark.parametrize("publish", [False, True])
+def test_the_background_audit_may_list_every_kind_it_judges_and_reads_and_write_only_its_reports(publish: bool):
+    """The scanner's ClusterRole against the kinds registry (webhook/background/scan.py): a kind
+    added to the registry and not here would be a scan that fails with 403 in every cluster."""
+    from webhook.background.scan import SCANNED
+    from webhook.cluster.state import KINDS as STATE_KINDS
+
+    objects = render(trusted({"backgroundAudit": {"publishPolicyReports": publish}}))
+    [role] = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "vgate-audit"]
+    allowed = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    needed = {(kind.group, kind.resource) for kind in SCANNED}
+    needed |= {(w.group_version.rpartition("/")[0], w.path.rsplit("/", 1)[1]) for w in STATE_KINDS.values()}
+    assert {(g, r) for g, r in needed if (g, r, "list") not in allowed} == set()
+    writes = {(g, r) for g, r, v in allowed if v in ("create", "patch", "update", "delete")}
+    assert writes == ({("wgpolicyk8s.io", "policyreports"), ("wgpolicyk8s.io", "clusterpolicyreports")}
+                      if publish else set())
+    [deployment] = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "vgate-audit"]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:3] == ["audit", "scan", "--watch"] and ("--publish" in args) == publish
