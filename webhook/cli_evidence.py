@@ -185,6 +185,7 @@ def audit_scan(kubeconfig: str | None, config_path: str | None, policy_dir: str,
 def _watch_scans(kubeconfig: str | None, config_path: str | None, policy_dir: str, every: str | None, publish: bool,
                  metrics_bind: str | None) -> None:
     import logging
+    import os
     import signal
     import threading
 
@@ -196,6 +197,7 @@ def _watch_scans(kubeconfig: str | None, config_path: str | None, policy_dir: st
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--every") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    os.nice(10)  # a background job: where it shares cores with the webhook, the webhook goes first
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     metrics = ScanMetrics()
