@@ -8,8 +8,10 @@ from typing import Any
 
 
 def decisions(audit_dir: Path) -> list[dict[str, Any]]:
-    """Every record under ``audit_dir``, in the order decided (each worker appends a segment of its own)."""
-    merged = [record for segment in sorted(audit_dir.glob("*.jsonl")) for record in decisions_in(segment)]
+    """Every decision under ``audit_dir``, in the order decided (each worker appends a segment of its
+    own); the workers' heartbeats, records of the same chains, are not decisions."""
+    merged = [record for segment in sorted(audit_dir.glob("*.jsonl")) for record in decisions_in(segment)
+              if record.get("event") != "heartbeat"]
     return sorted(merged, key=lambda record: record["time"])
 
 

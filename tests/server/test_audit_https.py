@@ -6,9 +6,11 @@ import json
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from audit.test_audit import vgate_verify
 
+from e2e.waiting import eventually
 from webhook.audit.verify import verify_segments
 
 from helpers import pod, review, shipped_config
@@ -98,3 +100,20 @@ def test_readyz_drains_a_replica_whose_log_fails_and_recovers_by_itself(tmp_path
     audit.mkdir()  # the volume is back
     assert server.session.get(server.url + "/readyz", timeout=10).status_code == 200
     assert server.post("/validate", review(pod(), uid="after")).json()["response"]["allowed"] is True
+
+
+def test_every_worker_records_a_heartbeat_at_start_in_its_own_chain(tmp_path, start_server):
+    """A worker that receives no request still shows in the log: an idle hour is told from an outage
+    (tests/unit/reports/test_availability.py reads the beats into the report)."""
+    idle = start_server(workers=2)
+    def beating() -> dict[str, list[dict]]:
+        found: dict[str, list[dict]] = {}
+        for path in Path(idle.audit_dir).glob("decisions-*.jsonl"):
+            records = [json.loads(line) for line in path.read_text().splitlines()]
+            found[path.name] = [r for r in records if r.get("event") == "heartbeat"]
+        return found
+    writers = eventually(lambda: (found := beating()) and len(found) == 2 and all(found.values()) and found,
+                         timeout=15)
+    assert writers, beating()  # both workers' segments, each with its own beat, and nothing else
+    assert all(b["intervalSeconds"] == 60 and b["policyRevision"] for beats in writers.values() for b in beats)
+    assert verify_segments(idle.audit_dir)[1] == []

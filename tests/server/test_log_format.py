@@ -41,6 +41,8 @@ def test_json_logs_and_the_decision_mirror_are_one_json_object_per_line(start_se
     assert any(o["logger"] == "_granian" for o in logs), "granian's own lines are JSON too"
     segments = sorted(server.audit_dir.glob("*.jsonl"))
     recorded = [line for segment in segments for line in segment.read_text().splitlines()]
-    mirrored = [line for line in lines if '"endpoint"' in line and '"prev"' in line]
-    assert mirrored == recorded and len(recorded) == 2
-    assert json.loads(mirrored[0])["uid"] == forged and json.loads(mirrored[1])["httpStatus"] == 400
+    mirrored = [line for line in lines if '"prev"' in line and '"replica"' in line]  # every record, beats too
+    assert mirrored == recorded
+    decided = [json.loads(line) for line in mirrored if '"endpoint"' in line]
+    assert len(decided) == 2 and decided[0]["uid"] == forged and decided[1]["httpStatus"] == 400
+    assert json.loads(mirrored[0])["event"] == "heartbeat"  # the worker's first record: its start

@@ -33,6 +33,7 @@ from ..core import hours
 from ..core.errors import NotReportable
 from ..policy.sources import RuleInfo, rule_catalogue
 from .anchor import Anchor
+from .availability import Availability, is_heartbeat
 from .closed_hours import check_reportable
 from .durable import fsync_path
 from .history import hour_directory, predecessor, report_of, signed_hours
@@ -74,6 +75,7 @@ class HourTotals:
     denials: int = 0
     errors: int = 0
     scheduling: SchedulingTally = field(default_factory=SchedulingTally)
+    availability: Availability = field(default_factory=Availability)
 
 
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
@@ -203,6 +205,9 @@ def _stream(audit_dir: str | Path, tag: str, chain: ChainCheck, renderers: list[
         totals.segments.append(digest)
         readers.append(_records(chain.read(path), digest))
     for _, record in heapq.merge(*readers, key=lambda timed: timed[0]):
+        totals.availability.add(record)
+        if is_heartbeat(record):
+            continue  # a sign of life, not a decision: in no count and no renderer
         _count(totals, record)
         for renderer in renderers:
             renderer.add(record)
@@ -268,6 +273,15 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
     return previous
 
 
+def _summary(totals: HourTotals) -> str:
+    if totals.records:
+        return f"{totals.records} decisions, {totals.denials} denied"
+    up = totals.availability.section("")["upMinutes"]
+    if up:
+        return f"no admission requests reached vgate in this hour (it was up {up} of 60 minutes)"
+    return "no record of vgate running in this hour: no heartbeat and no decision (an outage, or vgate not running)"
+
+
 def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo], integrity: list[Finding],
               previous: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
     rules: list[dict[str, Any]] = []
@@ -291,8 +305,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "hour": hours.label(hour), "from": hour.isoformat(), "to": (hour + timedelta(hours=1)).isoformat(),
         "generatedAt": now.isoformat(timespec="microseconds"),
         "traffic": totals.records > 0,
-        "summary": "no admission requests reached vgate in this hour" if totals.records == 0 else
-                   f"{totals.records} decisions, {totals.denials} denied",
+        "summary": _summary(totals),
         "totals": {"decisions": totals.records, "byDecision": dict(totals.decisions),
                    "byEndpoint": dict(totals.endpoints), "dryRuns": totals.dry_runs},
         "perNamespace": dict(totals.namespaces.most_common()), "perUser": dict(totals.users.most_common()),
@@ -305,6 +318,7 @@ def _document(hour: datetime, totals: HourTotals, catalogue: dict[str, RuleInfo]
         "previousReport": previous,
         "genesis": previous is None,
         "scheduling": totals.scheduling.section(),
+        "availability": totals.availability.section(hours.label(hour)),
         "denialCount": totals.denials,
         "errorCount": totals.errors,
     }

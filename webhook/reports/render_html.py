@@ -56,6 +56,14 @@ LABELS = {
     "error": "错误",
     "unknown": "未知",
     "Scheduling compliance": "调度合规",
+    "When vgate was up": "运行时段",
+    "up": "运行",
+    "minutes": "分钟",
+    "heartbeats": "次心跳",
+    "replicas": "个副本",
+    "not up (no heartbeat, no decision)": "未运行时段（无心跳、无决策）",
+    "No record of vgate running in this hour: no heartbeat and no decision (an outage, or vgate not running).":
+        "本小时无 vgate 运行记录：无心跳、无决策（中断，或 vgate 未运行）。",
     "Where sensitive workloads ran: every binding judged against the node at the moment it was placed.":
         "敏感工作负载的实际运行位置:每次绑定均在调度时对照节点进行校验。",
     "bindings allowed": "允许的绑定",

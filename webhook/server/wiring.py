@@ -35,6 +35,7 @@ from .certs import CertPaths, expires_at
 from .endpoints import Endpoints
 from .flask_adapter import create_app
 from .gateway import Gateway
+from .heartbeat import start_heartbeats
 from .metrics import Metrics, forget_dead_workers
 from .periodic import every
 from .probe_port import write_status
@@ -99,6 +100,7 @@ def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
     cluster = watch_cluster(load_config(settings.config_path).cluster)
     live = LiveGateway(lambda: load_gateway(settings, metrics, cluster=cluster), metrics)
     live.watch(settings.reload_interval)
+    start_heartbeats(live)
     probe_port = runtime is not None and runtime.probes_served
     if probe_port:  # the master serves /readyz on the probe port from these reports
         write_status(live)

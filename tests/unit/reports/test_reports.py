@@ -52,7 +52,8 @@ def test_an_hour_without_traffic_still_gets_a_report(tmp_path, setup):
     reports, key = setup
     out = build_report(current_hour() - timedelta(hours=30), tmp_path / "no-audit", reports, POLICIES, key)
     report = json.loads((out / "report.json").read_text())
-    assert report["traffic"] is False and report["summary"] == "no admission requests reached vgate in this hour"
+    assert report["traffic"] is False and report["summary"] == (  # no heartbeat either: not a quiet hour
+        "no record of vgate running in this hour: no heartbeat and no decision (an outage, or vgate not running)")
     assert report["denials"] == [] and report["totals"]["decisions"] == 0
     assert report["genesis"] is True and report["previousReport"] is None  # the first report, and says so
     later = build_report(current_hour() - timedelta(hours=27), tmp_path / "no-audit", reports, POLICIES, key)
