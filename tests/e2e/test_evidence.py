@@ -9,6 +9,7 @@ it too), and an hour still being written is not what this test signs.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import uuid
@@ -56,8 +57,11 @@ def test_decisions_through_the_api_server_are_signed_anchored_and_cannot_be_eras
     out = Path(written.stdout.strip())
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert {r["uid"] for r in records} <= {row["uid"] for row in rows}
-    in_log = sum(len(segment.read_bytes().splitlines()) for segment in audit.iterdir())
+    in_log = sum(1 for segment in audit.iterdir() for line in segment.read_bytes().splitlines()
+                 if b'"event":"heartbeat"' not in line)  # the workers' heartbeats are not decisions
     assert len(rows) == in_log  # every decision of the hour, the pod's among them
+    report = json.loads((out / "report.json").read_text())
+    assert report["availability"]["heartbeats"] > 0 and report["availability"]["recorded"]
     if hour.endswith("T23"):  # its day is over by then too: the writer's catch-up signs its daily report
         caught_up = vgate("report", "--catch-up", *common, *policies)
         assert caught_up.returncode == 0, caught_up.stderr
