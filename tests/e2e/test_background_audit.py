@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from test_effective_egress import DENY_EGRESS
+from test_placement import SEV, node, sensitive_pod
 from test_policy_reports_in_cluster import report_crds
 
 from e2e import charts, cluster
-from e2e.kube import Kube
+from e2e.kube import Kube, decisions
 from e2e.waiting import eventually
 
 from helpers import RESTRICTED_SPEC, trusted
@@ -49,8 +52,8 @@ def audit_scan(policies: Path, output: str = "json") -> subprocess.CompletedProc
                           capture_output=True, text=True, cwd=cluster.ROOT, timeout=300)
 
 
-def finding_of(scan: dict[str, Any], name: str) -> dict[str, Any]:
-    [found] = [f for f in scan["findings"] if (f["namespace"], f["name"]) == (NAMESPACE, name)]
+def finding_of(scan: dict[str, Any], name: str, kind: str = "v1/Pod") -> dict[str, Any]:
+    [found] = [f for f in scan["findings"] if (f["kind"], f["namespace"], f["name"]) == (kind, NAMESPACE, name)]
     return found
 
 
@@ -133,3 +136,43 @@ def test_the_watching_scanner_publishes_a_policy_report_that_a_reload_updates(co
         watcher.terminate()
         _, errors = watcher.communicate(timeout=30)
     assert "audit scan (policies or config changed)" in errors, errors
+
+
+def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is_drift_recorded_and_scanned(
+        control_plane: Kube) -> None:
+    """A sensitive pod bound to an encrypted node (its binding allowed); an admin then removes the
+    node's encryption label (allowed: an admin's fact). The Node UPDATE's record carries the drift
+    (the pod, what changed) and vgate_drift_total counts it; and the scan, judging each running
+    pod's binding against the node as it is now, names it too."""
+    control_plane.namespace(NAMESPACE)
+    confine = {**DENY_EGRESS, "metadata": {"name": "deny-egress", "namespace": NAMESPACE}}
+    assert control_plane.apply(confine).ok
+    name, node_name = unique("vault"), unique("drift-sev")
+    assert control_plane.apply(node(node_name, "zone-a")).ok
+    try:
+        vault = sensitive_pod(name, "zone-a")
+        vault["spec"]["nodeSelector"]["kubernetes.io/hostname"] = node_name
+        created = control_plane.create(vault, namespace=NAMESPACE)
+        assert created.ok, created.stderr
+        assert eventually(lambda: ((control_plane.get("pod", name, NAMESPACE) or {}).get("spec") or {}).get(
+            "nodeName") == node_name, timeout=60)
+        before = json.loads(audit_scan(cluster.ROOT / "policies").stdout)
+        assert finding_of(before, name, "v1/Binding")["allowed"] is True
+        assert control_plane.run("label", "node", node_name, f"{SEV}-").ok  # an admin's change: allowed
+        # at once, in the decision log: the node change recorded as drift under the running pod, counted
+        [change] = [r for r in decisions() if r["kind"] == "v1/Node" and r["name"] == node_name and r["allowed"]]
+        assert change["drift"] == [{"pod": f"{NAMESPACE}/{name}", "node": node_name, "changes": [
+            {"what": "encryption", "change": f"lost its memory-encryption label {SEV}=true"}]}], change
+        metrics = urllib.request.urlopen(f"http://{cluster.HOST}:{cluster.VGATE_METRICS_PORT}/metrics",
+                                         timeout=5).read().decode()
+        assert any(line.startswith('vgate_drift_total{what="encryption"}') and float(line.split()[-1]) >= 1
+                   for line in metrics.splitlines()), metrics
+        after = json.loads(audit_scan(cluster.ROOT / "policies").stdout)
+        drift = finding_of(after, name, "v1/Binding")
+        assert drift["allowed"] is False and any(
+            v["rule"] == "placement-binding" and "none of the memory-encryption labels" in v["message"]
+            for v in drift["violations"]), drift
+        assert finding_of(after, name)["allowed"] is True  # the pod as created still meets every rule
+    finally:
+        control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")
+        control_plane.run("delete", "node", node_name)

@@ -206,3 +206,19 @@ def test_the_report_writer_alert_watches_the_charts_cronjob(tmp_path):
     done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_drift_fires_at_once_and_stops_when_it_stops(start_server, tmp_path):
+    """VgateSensitiveWorkloadDrift on the server's own series: every vgate_drift_total label at 0
+    from the start (so increase() sees the first drift), then one drift: it fires within the minute;
+    quiet again a quarter of an hour later."""
+    port = free_port()
+    server = start_server(workers=1, extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    scrapes = traffic(server, port, rounds=2)
+    assert {k: v for k, v in scrapes[-1].items() if k.startswith("vgate_drift_total")} == {
+        f'vgate_drift_total{{what="{what}"}}': 0.0 for what in ("encryption", "taint", "zone")}
+    drifted = {**scrapes[-1], 'vgate_drift_total{what="encryption"}': 1.0}
+    (tmp_path / "at-once").mkdir()
+    (tmp_path / "later").mkdir()
+    firing(tmp_path / "at-once", [*scrapes, drifted], len(scrapes), {"VgateSensitiveWorkloadDrift"})
+    firing(tmp_path / "later", [*scrapes, drifted, drifted], len(scrapes) + 20, set())  # no more drift

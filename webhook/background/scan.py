@@ -32,7 +32,7 @@ from ..core.config import Config
 from ..core.contract import PolicyEngine
 from ..core.kinds import KINDS, AdmissionKind, context_of
 from ..core.policy_exceptions import PolicyException
-from ..core.validation import validate
+from ..core.validation import Validation, validate
 from ..offline.admit import review_for
 from ..policy.regorus_engine import RegorusEngine
 
@@ -159,8 +159,32 @@ def scan(judged: dict[AdmissionKind, list[dict[str, Any]]], state_objects: Itera
         for obj in objects:
             started = time.process_time()
             result.findings.append(_judge(kind, obj, state, config, engine, exceptions, now))
+            if kind.kind == "Pod" and _placed(obj):
+                result.findings.append(_judge_placement(obj, state, config, engine, exceptions, now))
             result.cpu_seconds += time.process_time() - started
     return result
+
+
+def _placed(pod: dict[str, Any]) -> bool:
+    """A pod on a node and not finished: where it runs is judged again, as its binding was."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _judge_placement(pod: dict[str, Any], state: ClusterState, config: Config, engine: PolicyEngine,
+                     exceptions: Sequence[PolicyException], now: datetime) -> Finding:
+    """The pod's binding to the node it runs on, judged against the node as it is now: a node that
+    lost its encryption label, changed zone or took a foreign tenant's taint after the pod was bound
+    (drift) fails the binding rule as the binding would fail today."""
+    metadata = pod.get("metadata") or {}
+    namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": pod["spec"]["nodeName"]}}
+    review = review_for(binding, namespace=namespace, user=AUDITOR, uid=f"scan-binding-{namespace}-{name}")
+    review["request"].update(resource={"group": "", "version": "v1", "resource": "pods"}, subResource="binding")
+    request = decode_review(orjson.dumps(review), config.server.max_json_depth)
+    validation = validate(request, engine, config, exceptions, now, context_of(request, state, config))
+    return _finding("v1/Binding", namespace, name, validation)
 
 
 def _judge(kind: AdmissionKind, obj: dict[str, Any], state: ClusterState, config: Config, engine: PolicyEngine,
@@ -175,7 +199,11 @@ def _judge(kind: AdmissionKind, obj: dict[str, Any], state: ClusterState, config
         review["request"]["object"]["metadata"].pop("namespace", None)
     request = decode_review(orjson.dumps(review), config.server.max_json_depth)
     validation = validate(request, engine, config, exceptions, now, context_of(request, state, config))
-    return Finding(f"{api_version}/{kind.kind}", namespace, name, validation.decision.allowed,
+    return _finding(f"{api_version}/{kind.kind}", namespace, name, validation)
+
+
+def _finding(kind: str, namespace: str, name: str, validation: Validation) -> Finding:
+    return Finding(kind, namespace, name, validation.decision.allowed,
                    tuple({"rule": o.rule, "action": o.action, "message": o.message, "exception": o.exception}
                          for o in validation.outcomes),
                    validation.decision.message or "", validation.error, validation.exempt)

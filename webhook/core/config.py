@@ -284,6 +284,11 @@ class Config:
                                                 tuple(section["egress"]["podCIDRs"])))
 
     @cached_property
+    def dedicated_taint_key(self) -> str:
+        """``tenancy.dedicatedTaintKey``: the taint that dedicates a node to one tenant."""
+        return str(self.document["tenancy"]["dedicatedTaintKey"])
+
+    @cached_property
     def priority_values(self) -> dict[str, int]:
         return dict(self.document["priorityClasses"]["values"])
 

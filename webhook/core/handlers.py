@@ -35,6 +35,7 @@ from .admission import AdmissionRequest
 from .bindings import GROUP_ANNOTATION, VOLCANO_MADE_GROUP, binding_context, bound, judged_binding, record_binding
 from .config import Config
 from .contract import EngineInput
+from .drift import record_node_drift
 from .errors import EvaluationError, SparkSpecError
 from .kind_handler import (
     ClusterView,
@@ -251,7 +252,7 @@ POD_GROUP = KindHandler(_no_pods, as_submitted, mutator=mutators.POD_GROUP)
 POD_SUBRESOURCE = KindHandler(_own_spec, as_submitted)  # pods/ephemeralcontainers, pods/resize: judged as sent
 BINDING = KindHandler(_no_pods, judged_binding, context=binding_context, record=record_binding, admitted=bound,
                       judges_pods=True)  # its pod, as the cluster state holds it
-NODE = KindHandler(_no_pods, as_submitted)  # a node's labels and taints, judged as the write changes them
+NODE = KindHandler(_no_pods, as_submitted, record=record_node_drift)  # a node's labels and taints, as changed
 NETWORK = KindHandler(_no_pods, as_submitted)  # judged with what it does to sensitive pods' egress (input.egress)
 
 

@@ -32,8 +32,10 @@ class SchedulingTally:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.workloads: dict[tuple[str, str], dict[str, Any]] = {}
+        self.drift: list[dict[str, Any]] = []
 
     def add(self, record: dict[str, Any]) -> None:
+        self._add_drift(record)
         binding = record.get("binding")
         if record.get("endpoint") != "validate" or not isinstance(binding, dict) or record.get("dryRun"):
             return
@@ -62,6 +64,19 @@ class SchedulingTally:
         else:
             entry["refusedMore"] += 1
 
+    def _add_drift(self, record: dict[str, Any]) -> None:
+        """An allowed node change under running sensitive pods (``core.drift``): listed with when it
+        happened and who made it; memory bounded like refusals."""
+        drifted = record.get("drift")
+        if not isinstance(drifted, list) or record.get("dryRun") or not record.get("allowed"):
+            return
+        for item in drifted:
+            if isinstance(item, dict) and len(self.drift) < REFUSALS_LISTED * 10:
+                self.drift.append({"time": record.get("time"), "user": record.get("user"), "pod": item.get("pod"),
+                                   "node": item.get("node"), "changes": [str(c.get("change")) for c in
+                                                                         item.get("changes") or []]})
+            self.counts["drift"] += 1
+
     def section(self) -> dict[str, Any]:
         workloads = []
         for (namespace, name), workload in sorted(self.workloads.items()):
@@ -78,7 +93,8 @@ class SchedulingTally:
                                                      for p in placed),
             })
         return {"controls": list(CONTROLS), "bindings": {key: self.counts.get(key, 0) for key in (
-            "bound", "refused", "unjudged", "sensitiveBound", "sensitiveRefused")}, "sensitiveWorkloads": workloads}
+            "bound", "refused", "unjudged", "sensitiveBound", "sensitiveRefused")}, "sensitiveWorkloads": workloads,
+            "drift": self.drift, "driftCount": self.counts.get("drift", 0)}
 
 
 def _egress_of(record: dict[str, Any], namespace: str, pod: str) -> dict[str, Any] | None:

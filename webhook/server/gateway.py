@@ -128,6 +128,8 @@ class Gateway:
         for outcome in result.outcomes:
             self.metrics.violations.labels(outcome.rule, outcome.action).inc()
         details = {} if result.exempt else self._recorded(entry, request, context)
+        if not result.decision.allowed:
+            details.pop("drift", None)  # a refused node change moved nothing
         if entry is not None and result.decision.allowed and not result.exempt and not request.dry_run:
             entry.handler.admitted(request, self.view)
         recorded = self._finish("validate", request, result.decision, _outcome(result), started,
@@ -172,6 +174,9 @@ class Gateway:
         refused = not recorded and self.config.audit.failure_mode == "deny"
         answered = "error" if refused else outcome  # count what the client got: an unrecorded refusal is an error
         self.metrics.requests.labels(endpoint, kind, request.operation, answered, dry_run).inc()
+        for drifted in [] if request.dry_run else details.get("drift") or []:  # an allowed node change
+            for change in drifted["changes"]:
+                self.metrics.drift.labels(change["what"]).inc()
         return recorded
 
     def _write(self, entry: dict[str, Any]) -> bool:

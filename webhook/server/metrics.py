@@ -44,6 +44,12 @@ class Metrics:
         self.violations = Counter(
             "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn, audit, excepted).",
             ["rule", "action"], registry=self.registry)
+        self.drift = Counter(
+            "vgate_drift_total",
+            "Sensitive pods whose node's placement facts an admin changed under them (encryption, zone, tenant "
+            "taint), by what changed: encryption, zone, taint.", ["what"], registry=self.registry)
+        for what in ("encryption", "zone", "taint"):  # at 0 from the start: increase() sees the first one
+            self.drift.labels(what)
         self.errors = Counter(
             "vgate_errors_total",
             "Requests that failed: bad input, evaluation or mutation errors, audit write failures.",

@@ -149,3 +149,35 @@ def test_the_watching_scanner_scans_at_start_and_again_when_the_policies_change(
         stop.set()
         watcher.join(5)
     assert not watcher.is_alive()
+
+
+def test_each_running_pod_is_judged_again_where_it_runs():
+    """A pod's binding judged against its node as it is now: a node without memory encryption under
+    a sensitive pod (drift) is a finding; the pod itself, as created, still passes; a finished pod
+    is not judged again."""
+    sev = "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"
+    selector = {"topology.kubernetes.io/zone": "zone-a", sev: "true"}
+    vault = pod("vault", "web", labels={"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"},
+                nodeName="zone-a-1", nodeSelector=selector, schedulerName="volcano", **RESTRICTED_SPEC)
+    vault["spec"]["containers"][0]["image"] = "registry.example.com/app@sha256:" + "0" * 64
+    vault["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update",
+                                           "fieldsV1": {"f:spec": {"f:containers": {}}}}]
+    done = {**vault, "metadata": {**vault["metadata"], "name": "done"}, "status": {"phase": "Succeeded"}}
+
+    def findings(node_labels: dict[str, str]) -> dict[tuple[str, str], Any]:
+        config = load_config()
+        engine = RegorusEngine(load_policy_set(POLICIES), config.document)
+        nodes = [{"metadata": {"name": "zone-a-1", "labels": {"topology.kubernetes.io/zone": "zone-a", **node_labels}}}]
+        confine = {"metadata": {"name": "deny-egress", "namespace": "web"},
+                   "spec": {"podSelector": {}, "policyTypes": ["Egress"]}}
+        api = ListingApi({"/api/v1/pods": [vault, done], "/api/v1/nodes": nodes,
+                          "/api/v1/namespaces": [{"metadata": {"name": "web"}}],
+                          "/apis/networking.k8s.io/v1/networkpolicies": [confine]})
+        judged, state, _ = read_cluster(api)  # type: ignore[arg-type]
+        return {(f.kind, f.name): f for f in scan(judged, state, config, engine, (), NOW).findings}
+    encrypted = findings({sev: "true"})
+    assert encrypted[("v1/Binding", "vault")].allowed and ("v1/Binding", "done") not in encrypted
+    drifted = findings({})
+    assert drifted[("v1/Pod", "vault")].allowed and not drifted[("v1/Binding", "vault")].allowed
+    assert any("none of the memory-encryption labels" in v["message"]
+               for v in drifted[("v1/Binding", "vault")].violations)

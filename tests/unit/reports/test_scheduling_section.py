@@ -108,3 +108,29 @@ def test_the_scheduling_section_lists_where_each_sensitive_pod_ran_and_what_was_
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = chromium(f"--screenshot={ARTIFACTS / 'scheduling.png'}", "--window-size=1280,5600", page)
     assert shot.returncode == 0
+
+
+def test_drift_in_the_hour_is_listed_with_when_it_was_first_seen_and_who_made_it(tmp_path):
+    """A Node UPDATE the gateway recorded with ``drift`` (core/drift.py): the next report lists each
+    sensitive pod, its node, what changed, when and by whom; a refused or dry-run change is not drift."""
+    from webhook.core.drift import node_drift
+
+    before, after = node("zone-a-sev-1", "zone-a"), node("zone-a-sev-1", "zone-a", encrypted=False)
+    placed = [{**worker("train-0", SENSITIVE), "spec": {"nodeName": "zone-a-sev-1"}}]
+    drift = node_drift(before, after, placed, load_config().placement, "dedicated")
+    log = DecisionLog(tmp_path / "audit", replica="r1")
+    for allowed, dry_run in ((True, False), (False, False), (True, True)):
+        log.record({"endpoint": "validate", "uid": f"n-{allowed}-{dry_run}", "user": "kubernetes-admin",
+                    "operation": "UPDATE", "kind": "v1/Node", "name": "zone-a-sev-1", "dryRun": dry_run,
+                    "allowed": allowed, "decision": "allowed" if allowed else "denied", "drift": drift})
+    key = tmp_path / "report.key"
+    ensure_key(key)
+    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    out = build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key, now=hour + timedelta(hours=2))
+    section = json.loads((out / "report.json").read_text())["scheduling"]
+    [listed] = section["drift"]
+    assert section["driftCount"] == 1 and listed["pod"] == "ml-training/train-0" and listed["node"] == "zone-a-sev-1"
+    assert listed["user"] == "kubernetes-admin" and listed["time"].startswith(hour.strftime("%Y-%m-%dT%H"))
+    assert listed["changes"] == [f"lost its memory-encryption label {SEV}=true"]
+    html = (out / "report.html").read_text()
+    assert "漂移：运行中敏感工作负载所在节点的属性被更改 · Drift" in html and "ml-training/train-0" in html
