@@ -92,6 +92,7 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
     controls: dict[str, dict[str, Any]] = {}
     exceptions: dict[str, Counter[str]] = defaultdict(Counter)
     hourly, findings = [], []
+    availability: dict[str, Any] = {"upMinutes": 0, "hoursWithoutRecord": [], "gaps": []}
     for hour in reported_hours_of(day, genesis_hour(reports_dir, anchor)):
         directory = hour_directory(reports_dir, hour)
         if not (directory / SUMS).is_file():
@@ -113,6 +114,7 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
         for name, used in report["exceptionsUsed"].items():
             exceptions[name].update(used.get("rules", used))
         findings += [f"{hours.label(hour)}: {finding}" for finding in report["integrity"]["findings"]]
+        _add_availability(availability, hours.label(hour), report.get("availability"))
     previous = previous_day(day, reports_dir, anchor)
     return {
         "apiVersion": "vgate.io/v1alpha1", "kind": "DailyComplianceReport", "day": day.isoformat(),
@@ -121,10 +123,24 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
         "controls": sorted(controls.values(), key=lambda c: c["control"]),
         "exceptionsUsed": {name: dict(counts) for name, counts in sorted(exceptions.items())},
         "hourlyReports": hourly,
+        "availability": availability,
         "previousDay": previous,
         "genesis": previous is None,
         "integrity": {"ok": not findings, "findings": findings},
     }
+
+
+def _add_availability(day: dict[str, Any], hour: str, section: Any) -> None:
+    """An hour's availability into the day's: minutes up, the hours no vgate recorded anything in,
+    every gap with its hour (reports from before heartbeats have none: they add nothing)."""
+    if not isinstance(section, dict):
+        return
+    day["upMinutes"] += int(section.get("upMinutes", 0))
+    if not section.get("recorded"):
+        day["hoursWithoutRecord"].append(hour)
+        return
+    day["gaps"] += [{"hour": hour, "range": gap.get("range"), "minutes": gap.get("minutes")}
+                    for gap in section.get("gaps") or [] if isinstance(gap, dict)]
 
 
 def complete_days(reports_dir: str | Path, until: datetime) -> list[date]:

@@ -81,3 +81,22 @@ def test_an_hour_no_vgate_recorded_is_an_outage_not_a_quiet_hour(tmp_path):
                                  "(an outage, or vgate not running)")
     assert report["availability"]["recorded"] is False and report["availability"]["upMinutes"] == 0
     assert "本小时无 vgate 运行记录" in (out / "report.html").read_text()
+
+
+def test_the_daily_report_sums_when_vgate_was_up_and_names_every_gap_and_silent_hour(tmp_path):
+    from webhook.reports.daily import build_daily
+
+    key = tmp_path / "keys" / "report.key"
+    ensure_key(key)
+    day = (datetime.now(timezone.utc) - timedelta(days=2)).date()
+    start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    times = iter([start + timedelta(hours=3, minutes=m, seconds=5) for m in [*range(0, 10), *range(40, 60)]])
+    log = DecisionLog(tmp_path / "audit", replica="r1", clock=lambda: next(times))
+    for _ in range(30):
+        log.record({"event": "heartbeat", "intervalSeconds": 60, "policyRevision": "x"})
+    for hour in (start + timedelta(hours=n) for n in range(24)):
+        build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key)
+    daily = json.loads((build_daily(day, tmp_path / "reports", key, now=datetime.now(timezone.utc))
+                        / "report.json").read_text())["availability"]
+    assert daily["upMinutes"] == 31 and len(daily["hoursWithoutRecord"]) == 23  # 03:00-03:10 and 03:40-03:59
+    assert daily["gaps"] == [{"hour": f"{start:%Y-%m-%d}T03", "range": "03:11-03:39", "minutes": 29}]

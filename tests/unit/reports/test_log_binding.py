@@ -427,6 +427,9 @@ def test_a_daily_report_sums_and_binds_its_24_hours(tmp_path):
     daily = json.loads((out / "report.json").read_text())
     assert daily["kind"] == "DailyComplianceReport" and len(daily["hourlyReports"]) == 24
     assert daily["totals"]["decisions"] == 0 and {r["id"] for r in daily["perRule"]} >= {"placement-single-zone"}
+    # no heartbeat and no decision in any hour: 24 hours no vgate recorded, not a quiet day
+    assert daily["availability"] == {"upMinutes": 0, "hoursWithoutRecord": [
+        f"{start + timedelta(hours=n):%Y-%m-%dT%H}" for n in range(24)], "gaps": []}
     assert problems(audit, reports, key, until) == []
     replaced = hour_directory(reports, start + timedelta(hours=5))
     for path in replaced.iterdir():
