@@ -7,8 +7,10 @@ the work is in ``reports/`` (``schedule.write_hour``, ``evidence.check_evidence`
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -52,8 +54,9 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
         click.echo(f"created report key {key}; give auditors {public_key_path(key)}", err=True)
     if not key.is_file():
         raise click.ClickException(f"{key}: no report key (create one with --new-key, or mount the key Secret)")
+    snapshot = _snapshot_taker(config_path, policy_dir, config.reports.snapshot, config.cluster.kubeconfig)
     if catch_up:
-        scheduler = ReportScheduler(lambda: config, lambda: Path(policy_dir))
+        scheduler = ReportScheduler(lambda: config, lambda: Path(policy_dir), snapshot)
         try:
             written = scheduler.tick(datetime.now(timezone.utc))
         except SourceError as error:
@@ -65,7 +68,7 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
     hour = _hour(hour_text, "--hour")
     assert hour is not None  # --hour was given: checked above
     try:
-        out = write_hour(config, policy_dir, hour, datetime.now(timezone.utc), reason)
+        out = write_hour(config, policy_dir, hour, datetime.now(timezone.utc), reason, snapshot)
     except NotReportable as refusal:
         click.echo(f"Error: {refusal}", err=True)
         sys.exit(2 if refusal.usage else 1)
@@ -75,6 +78,24 @@ def report(hour_text: str | None, catch_up: bool, config_path: str | None, polic
         raise click.ClickException(f"{error.filename or config.reports.dir}: cannot write the report: "
                                    f"{error.strerror or error}") from None
     click.echo(str(out))
+
+
+def _snapshot_taker(config_path: str | None, policy_dir: str, enabled: bool,
+                    kubeconfig: str | None) -> Callable[[], dict[str, Any]]:
+    """What the report writer calls for the hour just closed: the cluster listed and judged now
+    (``background``), or why it could not be (off, or the cluster not readable)."""
+    from .background.scan import run_scan
+    from .background.snapshot import not_taken
+
+    def take() -> dict[str, Any]:
+        if not enabled:
+            return not_taken("snapshots are off (reports.snapshot: false)")
+        try:
+            result, _ = run_scan(kubeconfig, config_path, policy_dir, datetime.now(timezone.utc))
+        except (InputError, SourceError) as error:
+            return not_taken(f"the cluster could not be read: {error}")
+        return result.snapshot or not_taken("the scan made no snapshot")
+    return take
 
 
 @click.group()

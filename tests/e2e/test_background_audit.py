@@ -14,9 +14,11 @@ import shutil
 import subprocess
 import urllib.request
 import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
 from test_effective_egress import DENY_EGRESS
 from test_placement import SEV, node, sensitive_pod
 from test_policy_reports_in_cluster import report_crds
@@ -176,3 +178,50 @@ def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is
     finally:
         control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")
         control_plane.run("delete", "node", node_name)
+
+
+def test_the_hourly_report_signs_where_a_sensitive_workload_runs_at_the_hours_close(control_plane: Kube,
+                                                                                   tmp_path: Path) -> None:
+    """The report writer, as the chart's ServiceAccount with the chart's role, writes the hour just
+    closed (an hour from now, by faketime) and lists the cluster: the sensitive pod running, its node,
+    zone, memory encryption and egress evidence, signed in report.json and shown in report.html;
+    the hour before it, written later, says its snapshot can no longer be taken."""
+    control_plane.namespace(NAMESPACE)
+    assert control_plane.apply({**DENY_EGRESS, "metadata": {"name": "deny-egress", "namespace": NAMESPACE}}).ok
+    name = unique("vault")
+    created = control_plane.create(sensitive_pod(name, "zone-a"), namespace=NAMESPACE)
+    assert created.ok, created.stderr
+    assert running_on_a_node(control_plane, NAMESPACE, name)
+    writer = [o for o in render(trusted({}), namespace=charts.VGATE_NAMESPACE)
+              if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+              and o["metadata"]["name"] == "vgate-report-writer"]
+    assert len(writer) == 3 and control_plane.apply(*writer).ok
+    identity = cluster.identity_kubeconfig("report-writer", *cluster.service_account_user(charts.VGATE_NAMESPACE,
+                                                                                          "vgate-report-writer"))
+    config = yaml.safe_load((cluster.VGATE_DIR / "vgate.yaml").read_text())
+    config["reports"] = {**config["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "k"),
+                         "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
+    config["cluster"] = {**config.get("cluster", {}), "kubeconfig": str(identity)}
+    (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
+    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    written = subprocess.run(["faketime", "+1 hour", *cluster.VGATE_CLI, "report", "--hour", f"{hour:%Y-%m-%dT%H}",
+                              "--config", str(tmp_path / "vgate.yaml"), "--policies", str(cluster.ROOT / "policies"),
+                              "--new-key"], capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
+    assert written.returncode == 0, written.stderr
+    out = Path(written.stdout.strip())
+    snapshot = json.loads((out / "report.json").read_text())["snapshot"]
+    assert snapshot["taken"] is True, snapshot
+    [workload] = [w for w in snapshot["sensitiveWorkloads"] if w["namespace"] == NAMESPACE
+                  and any(p["pod"] == name for p in w["pods"])]
+    [placed] = [p for p in workload["pods"] if p["pod"] == name]
+    assert placed["nodeFacts"]["zone"] == "zone-a" and placed["nodeFacts"]["memoryEncryption"] == [f"{SEV}=true"]
+    assert placed["egress"]["confined"] is True and placed["egress"]["policies"] == [f"{NAMESPACE}/deny-egress"]
+    assert "现存状态" in (out / "report.html").read_text() and name in (out / "report.html").read_text()
+    earlier = subprocess.run(["faketime", "+1 hour", *cluster.VGATE_CLI, "report", "--hour",
+                              f"{hour - timedelta(hours=1):%Y-%m-%dT%H}", "--config", str(tmp_path / "vgate.yaml"),
+                              "--policies", str(cluster.ROOT / "policies")],
+                             capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
+    if earlier.returncode == 0:  # (refused only if the hour before is before the first one vgate ran)
+        late = json.loads((Path(earlier.stdout.strip()) / "report.json").read_text())["snapshot"]
+        assert late["taken"] is False and "can no longer be seen" in late["reason"]
+    control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")

@@ -164,7 +164,7 @@ def test_monitoring_objects_alert_on_what_the_issue_names():
     assert rendered["ServiceMonitor/vgate"]["spec"]["endpoints"][0]["path"] == "/metrics"
     alerts = {rule["alert"] for group in rendered["PrometheusRule/vgate"]["spec"]["groups"] for rule in group["rules"]}
     assert alerts == {"VgateWebhookErrors", "VgateDeniedUnrecorded", "VgateReloadFailing", "VgateReportMissing",
-                      "VgateCertificateExpiring", "VgateSlowAnswers"}
+                      "VgateCertificateExpiring", "VgateSlowAnswers", "VgateSensitiveWorkloadDrift"}
 
 
 def test_deploy_is_the_charts_plain_rendering():
@@ -316,3 +316,19 @@ def test_the_background_audit_may_list_every_kind_it_judges_and_reads_and_write_
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:3] == ["audit", "scan", "--watch"] and ("--publish" in args) == publish
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_the_report_writer_may_list_the_cluster_for_its_snapshot_and_no_more(snapshot: bool):
+    from webhook.background.scan import SCANNED
+
+    objects = render(trusted({"reportWriter": {"snapshot": snapshot}}))
+    roles = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "vgate-report-writer"]
+    [cronjob] = [o for o in objects if o["kind"] == "CronJob"]
+    token = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["automountServiceAccountToken"]
+    assert token is snapshot and bool(roles) is snapshot  # applyPolicyReports off: only the snapshot needs them
+    if snapshot:
+        allowed = {(g, r, v) for rule in roles[0]["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+                   for v in rule["verbs"]}
+        assert all((kind.group, kind.resource, "list") in allowed for kind in SCANNED)
+        assert not {v for _, _, v in allowed} - {"get", "list"}  # read-only

@@ -30,13 +30,22 @@ def scan_text(scan: Scan) -> str:
                  + (f"; CPU per object judged: {cost:,.0f} µs" if cost is not None else ""))
     if scan.skipped:
         lines.append(f"not served here (skipped): {', '.join(scan.skipped)}")
+    workloads = (scan.snapshot or {}).get("sensitiveWorkloads") or []
+    if scan.snapshot is not None:
+        lines.append(f"sensitive workloads running: {len(workloads)}, "
+                     f"{sum(w['compliant'] for w in workloads)} compliant (one zone, encrypted memory, confined)")
+    for workload in workloads:
+        where = ", ".join(f"{p['pod']} on {p['node']} ({p['nodeFacts']['zone']})" for p in workload["pods"])
+        lines.append(f"  {'ok  ' if workload['compliant'] else 'NOT '} {workload['namespace']}/{workload['workload']}: "
+                     f"{where}")
     for (rule, action, namespace), count in sorted(scan.per_rule().items()):
         lines.append(f"  {action:8s}{rule}  {namespace or '(cluster)'}: {count}")
     return "\n".join(lines)
 
 
 def scan_json(scan: Scan) -> str:
-    return json.dumps({"summary": scan.summary(), "findings": [f.as_json() for f in scan.findings]}, indent=2)
+    return json.dumps({"summary": scan.summary(), "findings": [f.as_json() for f in scan.findings],
+                       "snapshot": scan.snapshot}, indent=2)
 
 
 def scan_junit(scan: Scan) -> str:

@@ -73,6 +73,7 @@ class Scan:
     skipped: list[str] = field(default_factory=list)  # kinds not served: "sparkoperator.k8s.io/SparkApplication"
     cpu_seconds: float = 0.0  # judging only: listing is the API server's time
     started: str = ""
+    snapshot: dict[str, Any] | None = None  # where sensitive workloads run, from the same lists (snapshot.py)
 
     @property
     def denied(self) -> list[Finding]:
@@ -228,6 +229,9 @@ def run_scan(kubeconfig: str | None, config_path: str | None, policy_dir: str, n
             judged, state, skipped = read_cluster(api)
     except (OSError, ValueError, KeyError, requests.RequestException) as error:
         raise InputError(f"{kubeconfig or 'in-cluster'}: cannot read the cluster: {error}") from None
+    from .snapshot import take_snapshot
+
     result = scan(judged, state, config, engine, exceptions, now)
     result.skipped = skipped
+    result.snapshot = take_snapshot(state, result, config, now)
     return result, [f"policy exception rejected (the server rejects it too): {error}" for error in rejected]

@@ -70,13 +70,13 @@ def _node(obj: dict[str, Any]) -> dict[str, Any]:
     managedFields: the evidence of who set its zone). Its status (heartbeats every few seconds) is not
     kept, so those changes change nothing here and do not resend the inventory."""
     metadata = _metadata(obj, ())
-    managers = _label_managers(obj)
+    managers = label_managers(obj)
     if managers:
         metadata["labelManagers"] = managers
     return _object(obj, metadata, spec=_spec(obj, ("taints", "unschedulable")))
 
 
-def _label_managers(obj: dict[str, Any]) -> dict[str, str]:
+def label_managers(obj: dict[str, Any]) -> dict[str, str]:
     """Per label, the field manager that wrote it last ("kubectl-label, Update, <time>"), as the API
     server's server-side field tracking records it; the kubelet's heartbeats own no label."""
     found: dict[str, tuple[str, str]] = {}

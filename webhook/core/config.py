@@ -73,6 +73,7 @@ class ReportSettings:
     anchor_file: str | None
     policy_reports: PolicyReportSettings
     retention_days: int
+    snapshot: bool = True  # the state at the hour's close, listed from the cluster by `vgate report`
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,12 @@ def egress_facts(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
     return {k: v for k, v in facts.items() if v} or None
 
 
+def pod_egress(pod: Mapping[str, Any], network: NetworkObjects, placement: PlacementSettings) -> dict[str, Any]:
+    """One pod's effective egress as the cluster holds it now (confined, reasons, confining policies;
+    a Service exposing it counts against it): what a snapshot of where sensitive pods run records."""
+    return _verdict(pod, _indexed(network, placement))
+
+
 def _indexed(objects: NetworkObjects, placement: PlacementSettings) -> _Now:
     if _last and _last[0].objects is objects and _last[0].placement == placement:
         return _last[0]

@@ -80,7 +80,8 @@ class HourTotals:
 
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
                  key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None,
-                 language: str = "both", anchor: Anchor | None = None) -> Path:
+                 language: str = "both", anchor: Anchor | None = None,
+                 snapshot: dict[str, Any] | None = None) -> Path:
     """Write and publish the report of ``hour``; return its directory.
 
     Only a closed hour, and only once: NotReportable otherwise (``closed_hours``). The report is
@@ -90,6 +91,8 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     ``superseded/<n>/`` and the new one records the reason and the digest it supersedes.
     With ``anchor``, an hour the anchor records as signed is never signed again once it is gone
     from the volume (NotReportable), and each new report is anchored before it is published.
+    ``snapshot`` is the state at the hour's close (``background.snapshot``), signed with the rest;
+    without one the report says why there is none (``NO_SNAPSHOT``), never an empty state.
     """
     now = now or datetime.now(timezone.utc)  # the one clock read; schedule and the CLI pass theirs
     out = hour_directory(reports_dir, hour)
@@ -99,7 +102,7 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
     with staging_directory(reports_dir, hours.tag(hour)) as staging:
         document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
-                                language, anchor, now)
+                                language, anchor, now, snapshot or NO_SNAPSHOT)
         sign_files(staging, [name for renderer in RENDERERS for name in renderer.files], signing_key)
         if anchor is not None:
             anchor.append(_anchor_entry(document, digest_of(staging)), signing_key, now)
@@ -135,7 +138,7 @@ def staging_directory(reports_dir: str | Path, label: str) -> Iterator[Path]:
 
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
                  out: Path, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None,
-                 now: datetime) -> dict[str, Any]:
+                 now: datetime, snapshot: dict[str, Any]) -> dict[str, Any]:
     """Read the hour's segments once (chain check, digests, counters, every renderer's records), then
     let every renderer write its files; return the report's document."""
     catalogue = rule_catalogue(policy_dir)
@@ -148,7 +151,7 @@ def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
         chain = ChainCheck(ranged=True)
         totals = _stream(audit_dir, hours.tag(hour), chain, renderers, spools)
         document = _document(hour, totals, catalogue, chain.findings + links, previous, now) | (
-            {"reissue": reissue} if reissue else {})
+            {"reissue": reissue} if reissue else {}) | {"snapshot": snapshot}
         finished = FinishedHour(document, spools, language)
         for renderer in renderers:
             renderer.finish(finished)
@@ -271,6 +274,10 @@ def _previous_report(reports_dir: str | Path, hour: datetime, integrity: list[Fi
                                  f"no report for the hours after {previous['hour']} up to {hours.label(before)}: "
                                  f"this report links the report of {previous['hour']}"))
     return previous
+
+
+NO_SNAPSHOT = {"taken": False, "reason": "this writer reads no cluster (the chart's report writer does: "
+                                        "reportWriter.snapshot)"}
 
 
 def _summary(totals: HourTotals) -> str:

@@ -45,8 +45,23 @@ WRITER_LOCK = ".writer.lock"
 FIRST_HOUR = ".first-hour"  # the hour the first writer found no history: reports start there
 
 
+Snapshot = Callable[[], dict[str, Any]]  # the state now (background.snapshot), given by the CLI
+
+
+def snapshot_for(hour: datetime, now: datetime, take: Snapshot | None) -> dict[str, Any] | None:
+    """The state at ``hour``'s close, taken now if ``hour`` is the last one closed; once a later hour
+    has closed, that moment is gone, and the report says so."""
+    if take is None:
+        return None
+    last = last_closed_hour(now)
+    if hour != last:
+        return {"taken": False, "reason": f"written after a later hour ({hours.label(last)}) had closed: the state "
+                                          "at this hour's close can no longer be seen"}
+    return take()
+
+
 def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: datetime,
-               reissue_reason: str | None = None) -> Path:
+               reissue_reason: str | None = None, snapshot: Snapshot | None = None) -> Path:
     """`vgate report --hour`: one hour's report under the writers' lock; NotReportable if refused."""
     settings = config.reports
     reports_dir = Path(settings.dir)
@@ -55,13 +70,16 @@ def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: date
             raise NotReportable(f"another writer holds {reports_dir}/{WRITER_LOCK}: one writer signs at a time; "
                                 "try again when it is done", usage=False)
         return build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
-                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor_of(settings))
+                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor_of(settings),
+                            snapshot=snapshot_for(hour, now, snapshot))
 
 
 class ReportScheduler:
-    def __init__(self, config: Callable[[], Config], policy_dir: Callable[[], Path]) -> None:
+    def __init__(self, config: Callable[[], Config], policy_dir: Callable[[], Path],
+                 snapshot: Snapshot | None = None) -> None:
         self._config = config      # the config in force (it may be reloaded)
         self._policy_dir = policy_dir
+        self._snapshot = snapshot  # the state at the last closed hour's close (the CLI's writer takes it)
         self.refused: list[str] = []  # what the last tick would not sign, and why (the CLI exits 1 on it)
 
     def tick(self, now: datetime | None = None) -> list[Path]:
@@ -87,7 +105,8 @@ class ReportScheduler:
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 try:
                     written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
-                                                language=settings.language, anchor=anchor))
+                                                language=settings.language, anchor=anchor,
+                                                snapshot=snapshot_for(hour, now, self._snapshot)))
                 except NotReportable as refusal:
                     log.error("not reporting %s: %s", hours.label(hour), refusal)
                     self.refused.append(str(refusal))

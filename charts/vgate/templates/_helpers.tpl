@@ -164,3 +164,38 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 matchConditions: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/* Read-only on every kind vgate judges and the cluster state its rules read: what `vgate audit scan`
+lists (webhook/background/scan.py, from the kinds registry; tests/server/test_chart.py holds it). */}}
+{{- define "vgate.readClusterRules" -}}
+- apiGroups: [""]
+  resources: [pods, namespaces, nodes, services, replicationcontrollers]
+  verbs: [get, list]
+- apiGroups: [""]
+  resources: [configmaps]  # a SparkApplication's sparkConfigMap, read by name
+  verbs: [get]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets, replicasets]
+  verbs: [get, list]
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: [get, list]
+- apiGroups: [batch.volcano.sh]
+  resources: [jobs]
+  verbs: [get, list]
+- apiGroups: [scheduling.volcano.sh]
+  resources: [podgroups, queues]
+  verbs: [get, list]
+- apiGroups: [scheduling.k8s.io]
+  resources: [priorityclasses]
+  verbs: [get, list]
+- apiGroups: [sparkoperator.k8s.io]
+  resources: [sparkapplications, scheduledsparkapplications]
+  verbs: [get, list]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies, ingresses]
+  verbs: [get, list]
+- apiGroups: [policy.networking.k8s.io]
+  resources: [adminnetworkpolicies, baselineadminnetworkpolicies]
+  verbs: [get, list]
+{{- end }}

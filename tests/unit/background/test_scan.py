@@ -8,7 +8,7 @@ import json
 import shutil
 import threading
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import requests
@@ -181,3 +181,54 @@ def test_each_running_pod_is_judged_again_where_it_runs():
     assert drifted[("v1/Pod", "vault")].allowed and not drifted[("v1/Binding", "vault")].allowed
     assert any("none of the memory-encryption labels" in v["message"]
                for v in drifted[("v1/Binding", "vault")].violations)
+
+
+def test_the_snapshot_lists_where_each_sensitive_workload_runs_and_on_what(tmp_path):
+    """take_snapshot from the cluster's lists: the sensitive pods running, grouped by owner, each with
+    its node's facts now and its effective egress; a finished one not; an ordinary one not; the
+    objects the policies refuse. Signed in the hourly report, in both languages; a report written
+    without one says why."""
+    from webhook.background.snapshot import take_snapshot
+    from webhook.reports.build import build_report
+    from webhook.reports.keys import ensure_key
+
+    sev = "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled"
+    sensitive = {"vgate.io/data-classification": "sensitive", "vgate.io/egress": "deny"}
+    owner = [{"kind": "Job", "name": "train", "apiVersion": "batch.volcano.sh/v1alpha1"}]
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a-1", "labels": {
+            "topology.kubernetes.io/zone": "zone-a", sev: "true"}}, "spec": {"taints": [
+                {"key": "dedicated", "value": "research", "effect": "NoSchedule"}]}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b-1", "labels": {
+            "topology.kubernetes.io/zone": "zone-b"}}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {
+            "name": "deny-egress", "namespace": "web"}, "spec": {"podSelector": {}, "policyTypes": ["Egress"]}},
+        *[{**pod(f"train-{i}", "web", labels=sensitive, nodeName=node), "status": {"phase": "Running"}}
+          for i, node in enumerate(("a-1", "b-1"))],
+        {**pod("old", "web", labels=sensitive, nodeName="a-1"), "status": {"phase": "Succeeded"}},
+        pod("site", "web", nodeName="a-1"),
+    ]
+    for made in objects[4:6]:
+        made["metadata"]["ownerReferences"] = owner
+    config = load_config()
+    snapshot = take_snapshot(objects, None, config, NOW)
+    [workload] = snapshot["sensitiveWorkloads"]
+    assert (workload["workload"], workload["zones"]) == ("Job/train", ["zone-a", "zone-b"])
+    assert workload["compliant"] is False  # two zones, one pod on a node without memory encryption
+    first, second = workload["pods"]
+    assert first["node"] == "a-1" and first["nodeFacts"]["memoryEncryption"] == [f"{sev}=true"]
+    assert first["nodeFacts"]["taints"] == ["dedicated=research:NoSchedule"]
+    assert first["egress"]["confined"] is True and first["egress"]["policies"] == ["web/deny-egress"]
+    assert second["nodeFacts"]["memoryEncryption"] == [] and second["nodeFacts"]["zone"] == "zone-b"
+
+    key = tmp_path / "report.key"
+    ensure_key(key)
+    hour = NOW.replace(minute=0) - timedelta(days=1)
+    out = build_report(hour, tmp_path / "audit", tmp_path / "reports", POLICIES, key, snapshot=snapshot)
+    signed = json.loads((out / "report.json").read_text())["snapshot"]
+    assert signed == json.loads(json.dumps(snapshot))
+    html = (out / "report.html").read_text()
+    assert "现存状态（本小时结束时） · State at the hour&#39;s close" in html and "web/Job/train" in html
+    without = build_report(hour + timedelta(hours=1), tmp_path / "audit", tmp_path / "reports", POLICIES, key)
+    assert json.loads((without / "report.json").read_text())["snapshot"]["taken"] is False
