@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 from test_effective_egress import DENY_EGRESS
-from test_placement import SEV, node, sensitive_pod
+from test_placement import SEV, TRAINING, node, pod_group, sensitive_pod
 from test_policy_reports_in_cluster import report_crds
 
 from e2e import charts, cluster
@@ -141,7 +141,7 @@ def test_the_watching_scanner_publishes_a_policy_report_that_a_reload_updates(co
 
 
 def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is_drift_recorded_and_scanned(
-        control_plane: Kube) -> None:
+        control_plane: Kube, tmp_path: Path) -> None:
     """A sensitive pod bound to an encrypted node (its binding allowed); an admin then removes the
     node's encryption label (allowed: an admin's fact). The Node UPDATE's record carries the drift
     (the pod, what changed) and vgate_drift_total counts it; and the scan, judging each running
@@ -175,23 +175,42 @@ def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is
             v["rule"] == "placement-binding" and "none of the memory-encryption labels" in v["message"]
             for v in drift["violations"]), drift
         assert finding_of(after, name)["allowed"] is True  # the pod as created still meets every rule
+        # the next report (the hour written as just closed, an hour from now) lists the drift
+        config = yaml.safe_load((cluster.VGATE_DIR / "vgate.yaml").read_text())
+        config["reports"] = {**config["reports"], "dir": str(tmp_path / "reports"), "snapshot": False,
+                             "key": str(tmp_path / "keys" / "k"), "anchorFile": str(tmp_path / "anchor.jsonl")}
+        (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
+        hour = datetime.fromisoformat(change["time"]).replace(minute=0, second=0, microsecond=0)
+        written = subprocess.run(["faketime", "+62 minutes", *cluster.VGATE_CLI, "report", "--hour",
+                                  f"{hour:%Y-%m-%dT%H}", "--config", str(tmp_path / "vgate.yaml"), "--new-key",
+                                  "--policies", str(cluster.ROOT / "policies")],
+                                 capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
+        assert written.returncode == 0, written.stderr
+        report = json.loads((Path(written.stdout.strip()) / "report.json").read_text())
+        assert [(d["pod"], d["time"]) for d in report["scheduling"]["drift"]
+                if d["node"] == node_name] == [(f"{NAMESPACE}/{name}", change["time"])]
+        assert report["snapshot"] == {"taken": False, "reason": "snapshots are off (reports.snapshot: false)"}
     finally:
         control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")
         control_plane.run("delete", "node", node_name)
 
 
-def test_the_hourly_report_signs_where_a_sensitive_workload_runs_at_the_hours_close(control_plane: Kube,
-                                                                                   tmp_path: Path) -> None:
-    """The report writer, as the chart's ServiceAccount with the chart's role, writes the hour just
-    closed (an hour from now, by faketime) and lists the cluster: the sensitive pod running, its node,
-    zone, memory encryption and egress evidence, signed in report.json and shown in report.html;
-    the hour before it, written later, says its snapshot can no longer be taken."""
-    control_plane.namespace(NAMESPACE)
-    assert control_plane.apply({**DENY_EGRESS, "metadata": {"name": "deny-egress", "namespace": NAMESPACE}}).ok
-    name = unique("vault")
-    created = control_plane.create(sensitive_pod(name, "zone-a"), namespace=NAMESPACE)
-    assert created.ok, created.stderr
-    assert running_on_a_node(control_plane, NAMESPACE, name)
+def test_three_hourly_reports_each_sign_where_a_running_sensitive_gang_is(control_plane: Kube,
+                                                                         tmp_path: Path) -> None:
+    """A sensitive gang (a PodGroup of two pods, placed by Volcano) keeps running; the report writer,
+    as the chart's ServiceAccount with the chart's role, writes three consecutive hours, each as the
+    hour just closed (one, two and three hours from now, by faketime): each report lists the gang's
+    pods on their zone-a nodes, with the nodes' encryption labels and the pods' confining policy,
+    signed; and an hour written after a later one had closed says its snapshot can no longer be
+    taken. (A Volcano Job's pods would do too, but kwok completes every pod a Job owns at once.)"""
+    name = unique("gang")
+    assert control_plane.create(pod_group(name, "zone-a", 2), namespace=TRAINING).ok
+    members = [f"{name}-{i}" for i in range(2)]
+    for member in members:
+        created = control_plane.create(sensitive_pod(member, "zone-a", group=name), namespace=TRAINING)
+        assert created.ok, created.stderr
+    assert all(running_on_a_node(control_plane, TRAINING, member) for member in members)
+    placed = {m: (control_plane.get("pod", m, TRAINING) or {})["spec"]["nodeName"] for m in members}
     writer = [o for o in render(trusted({}), namespace=charts.VGATE_NAMESPACE)
               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
               and o["metadata"]["name"] == "vgate-report-writer"]
@@ -203,25 +222,31 @@ def test_the_hourly_report_signs_where_a_sensitive_workload_runs_at_the_hours_cl
                          "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
     config["cluster"] = {**config.get("cluster", {}), "kubeconfig": str(identity)}
     (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
-    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    written = subprocess.run(["faketime", "+1 hour", *cluster.VGATE_CLI, "report", "--hour", f"{hour:%Y-%m-%dT%H}",
-                              "--config", str(tmp_path / "vgate.yaml"), "--policies", str(cluster.ROOT / "policies"),
-                              "--new-key"], capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
-    assert written.returncode == 0, written.stderr
-    out = Path(written.stdout.strip())
-    snapshot = json.loads((out / "report.json").read_text())["snapshot"]
-    assert snapshot["taken"] is True, snapshot
-    [workload] = [w for w in snapshot["sensitiveWorkloads"] if w["namespace"] == NAMESPACE
-                  and any(p["pod"] == name for p in w["pods"])]
-    [placed] = [p for p in workload["pods"] if p["pod"] == name]
-    assert placed["nodeFacts"]["zone"] == "zone-a" and placed["nodeFacts"]["memoryEncryption"] == [f"{SEV}=true"]
-    assert placed["egress"]["confined"] is True and placed["egress"]["policies"] == [f"{NAMESPACE}/deny-egress"]
-    assert "现存状态" in (out / "report.html").read_text() and name in (out / "report.html").read_text()
-    earlier = subprocess.run(["faketime", "+1 hour", *cluster.VGATE_CLI, "report", "--hour",
-                              f"{hour - timedelta(hours=1):%Y-%m-%dT%H}", "--config", str(tmp_path / "vgate.yaml"),
-                              "--policies", str(cluster.ROOT / "policies")],
-                             capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
-    if earlier.returncode == 0:  # (refused only if the hour before is before the first one vgate ran)
-        late = json.loads((Path(earlier.stdout.strip()) / "report.json").read_text())["snapshot"]
-        assert late["taken"] is False and "can no longer be seen" in late["reason"]
-    control_plane.run("delete", "pod", name, "-n", NAMESPACE, "--wait=true", "--grace-period=0", "--force")
+
+    def report(hours_later: int, written_hours_later: int | None = None) -> dict[str, Any]:
+        """The report of the hour that closed ``hours_later`` hours from now, written then (or later):
+        the clock faked to half past, so no minute boundary, nor the writer's minute of grace, is near."""
+        real = datetime.now(timezone.utc)
+        offset = 60 * (written_hours_later or hours_later) + 30 - real.minute
+        hour = (real + timedelta(hours=hours_later)).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+        written = subprocess.run(["faketime", f"+{offset} minutes", *cluster.VGATE_CLI, "report", "--hour",
+                                  f"{hour:%Y-%m-%dT%H}", "--config", str(tmp_path / "vgate.yaml"), "--new-key",
+                                  "--policies", str(cluster.ROOT / "policies")],
+                                 capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
+        assert written.returncode == 0, written.stderr
+        out = Path(written.stdout.strip())
+        assert "现存状态" in (out / "report.html").read_text()
+        return dict(json.loads((out / "report.json").read_text())["snapshot"])
+
+    for later in (1, 2, 3):  # each hour written as the one just closed
+        snapshot = report(later)
+        assert snapshot["taken"] is True, snapshot
+        [workload] = [w for w in snapshot["sensitiveWorkloads"] if w["workload"] == f"PodGroup/{name}"]
+        assert {p["pod"]: p["node"] for p in workload["pods"]} == placed and workload["zones"] == ["zone-a"]
+        assert all(p["nodeFacts"]["memoryEncryption"] == [f"{SEV}=true"] and p["egress"]["confined"]
+                   and p["egress"]["policies"] for p in workload["pods"])  # and the policies confining it
+        assert workload["compliant"] is True
+    late = report(4, written_hours_later=5)  # written when a later hour had closed too
+    assert late["taken"] is False and "can no longer be seen" in late["reason"]
+    for member in members:
+        control_plane.run("delete", "pod", member, "-n", TRAINING, "--wait=true", "--grace-period=0", "--force")
