@@ -147,3 +147,26 @@ def test_an_append_is_made_durable_by_fdatasync_and_undone_when_that_fails(tmp_p
         append_whole(fd, b'{"third": 3}\n')
     os.close(fd)
     assert path.read_bytes() == b'{"first": 1}\n{"second": 2}\n'
+
+
+def test_files_planted_under_segment_names_are_findings_never_followed_read_or_waited_on(tmp_path):
+    """An insider who can write the log volume plants a FIFO, a directory, a symbolic link to
+    /dev/zero and a file of one endless line, each named like a segment: verify returns within
+    seconds, names each, and still checks the real segment (issue 36, hostile files)."""
+    import os
+
+    write_records(tmp_path)
+    planted = {"fifo": "decisions-x-1-20261204T10.jsonl", "directory": "decisions-y-1-20261204T10.jsonl",
+               "symlink": "decisions-z-1-20261204T10.jsonl", "endless": "decisions-w-1-20261204T10.jsonl"}
+    os.mkfifo(tmp_path / planted["fifo"])
+    (tmp_path / planted["directory"]).mkdir()
+    (tmp_path / planted["symlink"]).symlink_to("/dev/zero")
+    with open(tmp_path / planted["endless"], "wb") as endless:
+        endless.write(b"x" * (9 << 20))
+    good, findings = verify_segments(tmp_path)
+    assert good > 0  # the real segment's records still verified
+    problems = {Path(f.file).name: f.problem for f in findings}
+    assert problems[planted["fifo"]] == "not a regular file: a FIFO, not read"
+    assert problems[planted["directory"]] == "not a regular file: a directory, not read"
+    assert problems[planted["symlink"]] == "not a regular file: a symbolic link, not followed"
+    assert problems[planted["endless"]].startswith("a line over 8388608 bytes")

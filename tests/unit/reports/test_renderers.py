@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,16 @@ def test_each_segment_is_read_once_per_report(hour_of_records, monkeypatch):
             opened.append(Path(str(file)).name)
         return builtins.open(file, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def counting_os_open(file: Any, *args: Any, **kwargs: Any) -> Any:  # how verify opens segments (no symlinks)
+        if Path(str(file)).name.startswith("decisions-"):
+            opened.append(Path(str(file)).name)
+        return real_os_open(file, *args, **kwargs)
+
     for module in (audit_verify, build):
         monkeypatch.setattr(module, "open", counting_open, raising=False)
+    monkeypatch.setattr(os, "open", counting_os_open)
     build_report(HOUR, audit, reports, POLICIES, key, now=NOW)
     assert sorted(opened) == sorted(p.name for p in audit.glob("decisions-*.jsonl"))
 
