@@ -6,10 +6,8 @@ report's signed digest anchors what a segment held when its hour was reported.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from .log import GENESIS, SEGMENT
+from .regular_files import NotRegular, open_regular
 
 MAX_LINE_BYTES = 8 << 20  # far above any record vgate writes (they are bounded), far below a planted /dev/zero
 
@@ -29,6 +28,7 @@ class Finding:
     file: str
     line: int | None
     problem: str
+    torn_at: int | None = None  # a torn last line: its byte offset (what a seal names; never the text)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.problem}" if self.line else f"{self.file}: {self.problem}"
@@ -78,7 +78,7 @@ class ChainCheck:
         writer = named["writer"]
         first_of_writer = writer not in self._last_hash
         expected = self._last_hash.get(writer, GENESIS)
-        number = 0
+        number = offset = 0
         segment = self._open(path)
         if segment is None:
             return
@@ -91,9 +91,10 @@ class ChainCheck:
                     break
                 if not raw.endswith(b"\n"):
                     self.findings.append(Finding(str(path), number, f"torn last record ({len(raw)} bytes, no "
-                                                 "newline): a write was cut off (crash or full disk)"))
+                                                 "newline): a write was cut off (crash or full disk)", offset))
                     yield raw, None
                     break
+                offset += len(raw)
                 line = raw[:-1]
                 try:
                     record = orjson.loads(line)
@@ -117,20 +118,12 @@ class ChainCheck:
         self._last_hash[writer] = expected
 
     def _open(self, path: Path) -> BinaryIO | None:
-        """The segment, if it is a regular file: opened without following a symbolic link and without
-        blocking (a FIFO planted under a segment's name neither hangs nor is read); anything else is a
-        finding, and the rest of the log is still checked."""
+        """The segment, if it is a regular file (``regular_files``): anything else planted under a
+        segment's name is a finding, neither followed nor read, and the rest of the log is still checked."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as error:
-            what = "a symbolic link, not followed" if error.errno == errno.ELOOP else \
-                f"cannot be read: {error.strerror}"
-            self.findings.append(Finding(str(path), None, f"not a regular file: {what}"))
-            return None
-        kind = os.fstat(fd).st_mode
-        if not stat.S_ISREG(kind):
-            os.close(fd)
-            what = "a directory" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
-            self.findings.append(Finding(str(path), None, f"not a regular file: {what}, not read"))
-            return None
-        return os.fdopen(fd, "rb")
+            return os.fdopen(open_regular(path), "rb")
+        except NotRegular as error:
+            self.findings.append(Finding(str(path), None, str(error)))
+        except FileNotFoundError:
+            self.findings.append(Finding(str(path), None, "gone while the log was read"))
+        return None

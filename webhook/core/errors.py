@@ -18,8 +18,11 @@
     │   └── ModelError       a manifest or CRD the admission-chain model cannot default
     ├── AdmissionRefused     the model's built-in API-server plugin refused (403 before any webhook)
     ├── SparkSpecError       a SparkApplication whose pods cannot be told (a size Spark would not read)
+    ├── NotRegular           (also an OSError) a file planted where evidence lives: a link, FIFO, directory
+    ├── UnverifiedReport     an hourly report the daily report will not sum (signature, checksum, anchor)
     └── Refused              a command that writes evidence refuses, and writes nothing
         ├── NotReportable    an hour that may not be reported (now, or in place)
+        │   └── LockLost     the writers' lock name no longer leads to the file this writer locked
         └── NothingToSeal    a segment without a torn last line
 
 Start-up turns a SourceError into a one-line message and a non-zero exit; the HTTP layer
@@ -124,6 +127,22 @@ class NotReportable(Refused):
     def __init__(self, message: str, *, usage: bool) -> None:
         super().__init__(message)
         self.usage = usage
+
+
+class LockLost(NotReportable):
+    """The lock's name no longer leads to the file this writer locked: another writer may be at work."""
+
+
+class NotRegular(VgateError, OSError):
+    """A path on a volume someone else may write that is not a regular file vgate may read (the
+    message says what it is instead: a symbolic link, a FIFO, a directory, an endless file)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class UnverifiedReport(VgateError):
+    """An hourly report the daily report will not sum (the text says why)."""
 
 
 class NothingToSeal(Refused):

@@ -17,6 +17,8 @@ own tail being cut: that is why it must live out of the insider's reach.
 from __future__ import annotations
 
 import base64
+import errno
+import fcntl
 import hashlib
 import os
 from dataclasses import dataclass
@@ -28,13 +30,14 @@ import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ..audit.log import append_whole
+from ..audit.regular_files import DOCUMENT, NotRegular, read_regular
 from ..audit.verify import Finding
 from ..core import hours
 from ..core.config import ReportSettings
 from ..core.errors import NotReportable
 from .durable import fsync_path
 from .keys import sign, signature_valid
-from .sums import SUMS, digest_of
+from .sums import digest_of
 
 START = "0" * 64  # what the first line links
 
@@ -55,12 +58,21 @@ class Anchor:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
+    def _lines(self) -> list[bytes]:
+        """The anchor's lines (NotRegular if something else sits at its path; none if it is missing)."""
+        try:
+            return read_regular(self.path, DOCUMENT).splitlines()
+        except FileNotFoundError:
+            return []
+
     def entries(self) -> list[dict[str, Any]]:
         """Every line that parses as an object, in order (``check`` says what is wrong with the rest)."""
-        if not self.path.is_file():
+        try:
+            lines = self._lines()
+        except NotRegular:
             return []
         parsed = []
-        for line in self.path.read_bytes().splitlines():
+        for line in lines:
             try:
                 entry = orjson.loads(line)
             except orjson.JSONDecodeError:
@@ -70,15 +82,19 @@ class Anchor:
         return parsed
 
     def append(self, entry: dict[str, Any], key: Ed25519PrivateKey, at: datetime) -> None:
-        """Add one signed line, linked to the last one, stamped ``at``, and make it durable before returning."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lines = self.path.read_bytes().splitlines() if self.path.is_file() else []
-        body = {**entry, "seq": len(lines) + 1, "prev": _hash(lines[-1]) if lines else START,
-                "at": at.isoformat(timespec="seconds")}
-        signed = {**body, "sig": base64.b64encode(sign(key, _canonical(body))).decode()}
+        """Add one signed line, linked to the last one, stamped ``at``, and make it durable before returning.
+
+        The file is locked (``flock``) from the read of its last line to the append, so two writers
+        (one whose lock was stolen, say) never give two lines the same number."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            lines = _read_all(fd).splitlines()
+            body = {**entry, "seq": len(lines) + 1, "prev": _hash(lines[-1]) if lines else START,
+                    "at": at.isoformat(timespec="seconds")}
+            signed = {**body, "sig": base64.b64encode(sign(key, _canonical(body))).decode()}
             append_whole(fd, orjson.dumps(signed, option=orjson.OPT_SORT_KEYS) + b"\n")
         finally:
             os.close(fd)
@@ -87,11 +103,15 @@ class Anchor:
 
     def check(self, key: Ed25519PublicKey) -> list[Finding]:
         """Every line signed by ``key``, numbered in turn and linked to the one before it."""
-        if not self.path.is_file():
+        if not os.path.lexists(self.path):
             return [Finding(str(self.path), None, "the anchor file is missing: what the writer signed cannot be "
                             "compared with what the volume holds")]
+        try:
+            lines = self._lines()
+        except NotRegular as error:
+            return [Finding(str(self.path), None, f"the anchor is {error}")]
         findings, previous = [], START
-        for number, line in enumerate(self.path.read_bytes().splitlines(), 1):
+        for number, line in enumerate(lines, 1):
             problem = _line_problem(line, number, previous, key)
             if problem:
                 findings.append(Finding(str(self.path), number, problem))
@@ -100,7 +120,7 @@ class Anchor:
 
     def reports(self, kind: str) -> dict[str, list[Anchored]]:
         """Each hour's (kind "hour") or day's (kind "day") anchored versions, oldest first (less any
-        the writer withdrew because it could not publish them)."""
+        a writer before this one withdrew: it no longer does, ``publication.complete_anchored`` publishes them)."""
         found: dict[str, list[Anchored]] = {}
         entries = self.entries()
         withdrawn = {entry.get("sha256sumsDigest") for entry in entries if entry.get("kind") == "withdrawn"}
@@ -123,7 +143,10 @@ class Anchor:
         if not versions:
             return
         latest = versions[-1]
-        held = digest_of(directory) if (directory / SUMS).is_file() else None
+        try:
+            held: str | None = digest_of(directory)
+        except OSError:
+            held = None
         if held != latest.digest:
             what = "holds a different one" if held else "no longer holds it"
             raise NotReportable(f"the anchor {self.path} records the report of {place} as signed (version "
@@ -158,6 +181,17 @@ def _line_problem(line: bytes, number: int, previous: str, key: Ed25519PublicKey
     if entry.get("seq") != number or entry.get("prev") != previous:
         return "it does not follow the line before it: lines were removed, reordered or inserted"
     return None
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd``, from its start (bounded: an anchor is a few MiB a year)."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+        if offset > DOCUMENT:
+            raise NotRegular(errno.EFBIG, f"{offset} bytes or more: not an anchor vgate writes")
+    return b"".join(chunks)
 
 
 def _canonical(entry: dict[str, Any]) -> bytes:

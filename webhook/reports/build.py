@@ -14,12 +14,10 @@ again an hour it anchored.
 from __future__ import annotations
 
 import heapq
-import os
-import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,26 +33,25 @@ from ..policy.sources import RuleInfo, rule_catalogue
 from .anchor import Anchor
 from .availability import Availability, is_heartbeat
 from .closed_hours import check_reportable
-from .durable import fsync_path
 from .history import hour_directory, predecessor, report_of, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
+from .publication import SIGNED_NAMES, SUPERSEDED, sign_and_publish
 from .render_csv import CsvRenderer
 from .render_html import HtmlRenderer
 from .render_json import JsonRenderer
 from .render_policy_reports import PolicyReportsRenderer
 from .renderer import FinishedHour, Renderer
 from .scheduling import SchedulingTally
-from .sums import SUMS, digest_of, sign_files
+from .staged import Staged
+from .sums import SUMS, digest_of
+from .writer_lock import WriterLock
 
 RENDERERS: tuple[type[Renderer], ...] = (JsonRenderer, CsvRenderer, HtmlRenderer, PolicyReportsRenderer)
 DENIAL_FIELDS = ("time", "uid", "user", "operation", "kind", "namespace", "name", "decision", "message", "error")
 ERROR_FIELDS = ("time", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "httpStatus", "error",
                 "allowed", "message")
-STAGING_PREFIX = ".building-"  # a report being written, or what a crash left of one
-REPORT_FILE_MODE, REPORT_DIR_MODE = 0o640, 0o750  # readable by the writer and its group (auditors), no one else
-SUPERSEDED = "superseded"
 
 
 @dataclass
@@ -81,7 +78,7 @@ class HourTotals:
 def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
                  key_path: str | Path, *, now: datetime | None = None, reissue_reason: str | None = None,
                  language: str = "both", anchor: Anchor | None = None,
-                 snapshot: dict[str, Any] | None = None) -> Path:
+                 snapshot: dict[str, Any] | None = None, lock: WriterLock | None = None) -> Path:
     """Write and publish the report of ``hour``; return its directory.
 
     Only a closed hour, and only once: NotReportable otherwise (``closed_hours``). The report is
@@ -100,44 +97,30 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     if anchor is not None:
         anchor.refuse_gone("hour", hours.label(hour), out)
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
-    with staging_directory(reports_dir, hours.tag(hour)) as staging:
-        document = _write_files(hour, audit_dir, reports_dir, policy_dir, staging, _reissue(out, reissue_reason),
-                                language, anchor, now, snapshot or NO_SNAPSHOT)
-        sign_files(staging, [name for renderer in RENDERERS for name in renderer.files], signing_key)
-        if anchor is not None:
-            anchor.append(_anchor_entry(document, digest_of(staging)), signing_key, now)
-        try:
-            publish(staging, out, superseding=document.get("reissue") is not None)
-        except NotReportable:
-            if anchor is not None:
-                anchor.append({"kind": "withdrawn", "hour": document["hour"],
-                               "sha256sumsDigest": digest_of(staging)}, signing_key, now)
-            raise
+    reissue = _reissue(out, reissue_reason)
+
+    def write(staged: Staged) -> dict[str, Any]:
+        document = _write_files(hour, audit_dir, reports_dir, policy_dir, staged, reissue, language, anchor, now,
+                                snapshot or NO_SNAPSHOT)
+        return {**document, SIGNED_NAMES: [name for renderer in RENDERERS for name in renderer.files]}
+
+    sign_and_publish(Path(reports_dir), hours.tag(hour), out, write, signing_key, anchor, _anchor_entry, now,
+                     supersedes=reissue["version"] - 1 if reissue else None, lock=lock)
     return out
 
 
 def _anchor_entry(document: dict[str, Any], digest: str) -> dict[str, Any]:
-    """What the anchor keeps of an hour's report: enough to find it deleted, replaced or rolled back."""
+    """What the anchor keeps of an hour's report: enough to find it deleted, replaced or rolled back,
+    and to compare with the log on the volume (its records and writers)."""
     writers = sorted({match["writer"] for match in (SEGMENT.match(s["file"]) for s in document["segments"]) if match})
     return {"kind": "hour", "hour": document["hour"], "version": (document.get("reissue") or {}).get("version", 1),
-            "sha256sumsDigest": digest, "records": document["totals"]["decisions"], "writers": writers,
+            "sha256sumsDigest": digest, "records": document["totals"]["decisions"],
+            "lines": sum(s["records"] for s in document["segments"]), "writers": writers,
             "genesis": document["genesis"]}
 
 
-@contextmanager
-def staging_directory(reports_dir: str | Path, label: str) -> Iterator[Path]:
-    """A fresh directory on the reports volume to build a report in; removed if the build fails."""
-    staging = Path(reports_dir) / f"{STAGING_PREFIX}{label}-{os.getpid()}-{os.urandom(4).hex()}"
-    staging.mkdir(parents=True)
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def _write_files(hour: datetime, audit_dir: str | Path, reports_dir: str | Path, policy_dir: str | Path,
-                 out: Path, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None,
+                 out: Staged, reissue: dict[str, Any] | None, language: str, anchor: Anchor | None,
                  now: datetime, snapshot: dict[str, Any]) -> dict[str, Any]:
     """Read the hour's segments once (chain check, digests, counters, every renderer's records), then
     let every renderer write its files; return the report's document."""
@@ -165,35 +148,6 @@ def _reissue(out: Path, reason: str | None) -> dict[str, Any] | None:
     version = len(list((out / SUPERSEDED).glob("*"))) + 2 if (out / SUPERSEDED).is_dir() else 2
     return {"version": version, "reason": reason,
             "supersedes": digest_of(out)}
-
-
-def publish(staging: Path, out: Path, *, superseding: bool = False) -> None:
-    """Make the staged report the hour's, in one rename (after moving a superseded one aside).
-
-    Its files are 0640 and its directory 0750: the CSV names every user, namespace and object.
-    """
-    for path in staging.iterdir():
-        path.chmod(REPORT_FILE_MODE if path.is_file() else REPORT_DIR_MODE)
-        fsync_path(path)
-    staging.chmod(REPORT_DIR_MODE)
-    fsync_path(staging)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if superseding:
-        kept = staging / SUPERSEDED
-        if (out / SUPERSEDED).is_dir():
-            os.rename(out / SUPERSEDED, kept)
-        kept.mkdir(exist_ok=True)
-        version = kept / str(len(list(kept.iterdir())) + 1)
-        version.mkdir()
-        for path in list(out.iterdir()):
-            os.rename(path, version / path.name)
-        fsync_path(version)
-    try:
-        os.rename(staging, out)  # replaces only an empty directory: an hour written meanwhile stays
-    except OSError as exc:
-        raise NotReportable(f"the report of {out} was published meanwhile by another writer ({exc.strerror})",
-                            usage=False) from None
-    fsync_path(out.parent)
 
 
 def _stream(audit_dir: str | Path, tag: str, chain: ChainCheck, renderers: list[Renderer],

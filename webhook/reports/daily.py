@@ -11,28 +11,29 @@ at the genesis hour: hours before vgate ran are not missing.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections import Counter, defaultdict
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from ..audit.regular_files import DOCUMENT, read_regular
 from ..core import hours
-from ..core.errors import NotReportable
+from ..core.errors import NotReportable, UnverifiedReport
 from .anchor import Anchor
-from .build import publish, staging_directory
 from .closed_hours import last_closed_hour
-from .history import genesis_hour, hour_directory, newest_link, signed_hours
-from .keys import load_private_key
-from .sums import SUMS, digest_of, sign_files
+from .history import DAILY, daily_directory, genesis_hour, hour_directory, newest_link, signed_hours
+from .keys import load_private_key, signature_valid
+from .publication import SIGNED_NAMES, sign_and_publish
+from .staged import Staged
+from .sums import SIGNATURE, SUMS
+from .writer_lock import WriterLock
 
-DAILY = "daily"
 _COUNTS = ("deny", "warn", "audit", "excepted")
-
-
-def daily_directory(reports_dir: str | Path, day: date) -> Path:
-    return Path(reports_dir) / f"{day:%Y/%m/%d}" / DAILY
 
 
 def day_hours(day: date) -> list[datetime]:
@@ -45,7 +46,7 @@ def day_closed(day: date, now: datetime) -> bool:
 
 
 def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: datetime,
-                anchor: Anchor | None = None) -> Path:
+                anchor: Anchor | None = None, lock: WriterLock | None = None) -> Path:
     """Write the signed daily report of ``day``; NotReportable if it is not over, or written already
     (or, by the anchor, written once and gone)."""
     out = daily_directory(reports_dir, day)
@@ -56,14 +57,18 @@ def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: d
     if anchor is not None:
         anchor.refuse_gone("day", day.isoformat(), out)
     signing_key = load_private_key(key_path)
-    with staging_directory(reports_dir, f"{day:%Y%m%d}-daily") as staging:
-        document = summarise(day, reports_dir, anchor)
-        (staging / "report.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
-        sign_files(staging, ("report.json",), signing_key)
-        if anchor is not None:
-            anchor.append({"kind": "day", "day": document["day"], "version": 1, "sha256sumsDigest": digest_of(staging),
-                           "hours": len(document["hourlyReports"]), "genesis": document["genesis"]}, signing_key, now)
-        publish(staging, out)
+
+    def write(staged: Staged) -> dict[str, Any]:
+        document = summarise(day, reports_dir, signing_key.public_key(), anchor)
+        staged.write("report.json", orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        return {**document, SIGNED_NAMES: ["report.json"]}
+
+    def anchor_entry(document: dict[str, Any], digest: str) -> dict[str, Any]:
+        return {"kind": "day", "day": document["day"], "version": 1, "sha256sumsDigest": digest,
+                "hours": len(document["hourlyReports"]), "genesis": document["genesis"]}
+
+    sign_and_publish(Path(reports_dir), f"{day:%Y%m%d}-daily", out, write, signing_key, anchor, anchor_entry, now,
+                     lock=lock)
     return out
 
 
@@ -84,8 +89,10 @@ def daily_days(reports_dir: str | Path) -> list[date]:
                   for p in Path(reports_dir).glob(f"*/*/*/{DAILY}/{SUMS}"))
 
 
-def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) -> dict[str, Any]:
-    """The day's figures from its hourly reports, and each hour's digest (missing hours are findings)."""
+def summarise(day: date, reports_dir: str | Path, key: Ed25519PublicKey,
+              anchor: Anchor | None = None) -> dict[str, Any]:
+    """The day's figures from its hourly reports, each verified first (``verified_hour``) and summed from
+    the very bytes verified; an hour missing or not verifying is a finding and is not summed."""
     totals: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
     rules: dict[str, dict[str, Any]] = {}
@@ -95,11 +102,16 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
     availability: dict[str, Any] = {"upMinutes": 0, "hoursWithoutRecord": [], "gaps": []}
     for hour in reported_hours_of(day, genesis_hour(reports_dir, anchor)):
         directory = hour_directory(reports_dir, hour)
-        if not (directory / SUMS).is_file():
+        if not os.path.lexists(directory / SUMS):
             findings.append(f"{directory}: no report for hour {hours.label(hour)}")
             continue
-        hourly.append({"hour": hours.label(hour), "sha256sumsDigest": digest_of(directory)})
-        report = orjson.loads((directory / "report.json").read_bytes())
+        anchored = anchor.reports("hour").get(hours.label(hour)) if anchor is not None else None
+        try:
+            report, digest = verified_hour(directory, hours.label(hour), key, anchored[-1].digest if anchored else None)
+        except UnverifiedReport as problem:
+            findings.append(f"{directory}: not summed: {problem}")
+            continue
+        hourly.append({"hour": hours.label(hour), "sha256sumsDigest": digest})
         totals.update({"decisions": report["totals"]["decisions"], "denials": report.get("denialCount", 0),
                        "errors": report.get("errorCount", 0), "dryRuns": report["totals"].get("dryRuns", 0)})
         decisions.update(report["totals"]["byDecision"])
@@ -126,8 +138,40 @@ def summarise(day: date, reports_dir: str | Path, anchor: Anchor | None = None) 
         "availability": availability,
         "previousDay": previous,
         "genesis": previous is None,
+        "verification": VERIFIED,
         "integrity": {"ok": not findings, "findings": findings},
     }
+
+
+def verified_hour(directory: Path, label: str, key: Ed25519PublicKey,
+                  anchored: str | None) -> tuple[dict[str, Any], str]:
+    """An hour's report.json and SHA256SUMS digest, if its SHA256SUMS is signed by ``key``, its
+    report.json is the one SHA256SUMS lists, it is the report of ``label``, and (with the anchor's
+    ``anchored`` digest) it is the version the writer anchored; UnverifiedReport otherwise. The figures are
+    parsed from the bytes hashed, so nothing can be swapped between the check and the sum."""
+    try:
+        sums = read_regular(directory / SUMS)
+        signed = signature_valid(key, sums, read_regular(directory / SIGNATURE))
+        data = read_regular(directory / "report.json", DOCUMENT)
+    except OSError as error:
+        raise UnverifiedReport(str(error)) from None
+    digest = hashlib.sha256(sums).hexdigest()
+    listed = dict(line.split("  ", 1)[::-1] for line in sums.decode(errors="replace").splitlines() if "  " in line)
+    if not signed:
+        raise UnverifiedReport("its SHA256SUMS signature does not verify with the report key")
+    if listed.get("report.json") != hashlib.sha256(data).hexdigest():
+        raise UnverifiedReport("its report.json does not match its signed SHA256SUMS (changed after signing)")
+    if anchored is not None and digest != anchored:
+        raise UnverifiedReport(f"it is not the version the anchor records ({anchored[:12]}...)")
+    report = orjson.loads(data)
+    if not isinstance(report, dict) or report.get("hour") != label:
+        raise UnverifiedReport(f"its report.json is not the report of {label} (copied or moved here)")
+    return report, digest
+
+
+VERIFIED = ("every hourly report summed here was verified first: its SHA256SUMS signature by the report key, its "
+            "report.json against SHA256SUMS, its hour against its place, and its digest against the writer's "
+            "anchor (when one is kept); an hour that fails is a finding and is not summed")
 
 
 def _add_availability(day: dict[str, Any], hour: str, section: Any) -> None:

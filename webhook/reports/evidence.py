@@ -67,13 +67,14 @@ def _check_reports(check: EvidenceCheck, reports_dir: Path, public_key: Path, ke
 
 
 def _acknowledge_sealed(check: EvidenceCheck, public_key: Path) -> list[Finding]:
-    """Torn last lines acknowledged by a valid seal become notes, not problems."""
+    """A torn last line a valid seal names (its segment, its byte offset: never a finding's text)
+    becomes a note, not a problem; every other finding stays one."""
     if not public_key.is_file():
         return check.findings
     key, problems = load_public_key(public_key), []
     for finding in check.findings:
-        seal = acknowledged(Path(finding.file), key) if "torn" in finding.problem else None
-        if seal is None:
+        seal = acknowledged(Path(finding.file), key) if finding.torn_at is not None else None
+        if seal is None or seal.torn_at != finding.torn_at:
             problems.append(finding)
         else:
             check.notes.append(f"{finding} -- acknowledged {seal.sealed_at}: {seal.reason}")

@@ -10,22 +10,35 @@ hours links what was really signed, not what was left.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..audit.log import SEGMENT
+from ..audit.regular_files import DOCUMENT, is_regular, read_regular
 from ..core import hours
 from .anchor import Anchor
 from .sums import SUMS, digest_of
 
 _HOUR_PARTS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
+DAILY = "daily"
 
 
 def hour_directory(reports_dir: str | Path, hour: datetime) -> Path:
     return Path(reports_dir) / hours.path(hour)
+
+
+def daily_directory(reports_dir: str | Path, day: date) -> Path:
+    return Path(reports_dir) / f"{day:%Y/%m/%d}" / DAILY
+
+
+def place_directory(reports_dir: str | Path, kind: str, place: str) -> Path:
+    """Where the report of an anchored place is published: an hour's label, or a day (kind "day")."""
+    if kind == "hour":
+        return hour_directory(reports_dir, hours.from_label(place))
+    return daily_directory(reports_dir, date.fromisoformat(place))
 
 
 def report_hours(reports_dir: str | Path) -> list[datetime]:
@@ -42,7 +55,7 @@ def report_hours(reports_dir: str | Path) -> list[datetime]:
 
 def signed_hours(reports_dir: str | Path) -> list[datetime]:
     """Hours whose report is published (has SHA256SUMS), oldest first."""
-    return [hour for hour in report_hours(reports_dir) if (hour_directory(reports_dir, hour) / SUMS).is_file()]
+    return [hour for hour in report_hours(reports_dir) if is_regular(hour_directory(reports_dir, hour) / SUMS)]
 
 
 def predecessor(reports_dir: str | Path, hour: datetime, anchor: Anchor | None) -> dict[str, Any] | None:
@@ -67,7 +80,7 @@ def newest_link(kind: str, place: str, published: dict[str, Path], anchor: Ancho
 def report_of(version: Path) -> dict[str, Any] | None:
     """A version's report.json, or None when it is missing or not a JSON object."""
     try:
-        report = orjson.loads((version / "report.json").read_bytes())
+        report = orjson.loads(read_regular(version / "report.json", DOCUMENT))
     except (OSError, orjson.JSONDecodeError):
         return None
     return report if isinstance(report, dict) else None

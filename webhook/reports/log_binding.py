@@ -10,11 +10,13 @@ head), and signs them with the rest. ``check_binding`` recomputes them from the 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..audit.verify import Finding, segments
+from ..audit.regular_files import open_regular
+from ..audit.verify import MAX_LINE_BYTES, Finding, segments
 from ..core import hours
 
 
@@ -29,12 +31,13 @@ class SegmentDigest:
     first: str | None = None
     at_mark: str | None = None
     torn: bool = False
+    torn_at: int | None = None  # the torn line's byte offset
     _last_line: bytes = field(default=b"", repr=False)
 
     def add(self, raw: bytes) -> None:
         self.size += len(raw)
         if not raw.endswith(b"\n"):
-            self.torn = True  # a torn last line: counted in bytes, reported by the chain check
+            self.torn, self.torn_at = True, self.size - len(raw)  # counted in bytes; the chain check reports it
             return
         self.records += 1
         if self.records == 1:
@@ -67,10 +70,11 @@ def check_binding(report: dict[str, Any], audit_dir: str | Path, hour_label: str
                                 "does not list (added after signing)"))
     for name, entry in sorted(listed.items()):
         path = Path(audit_dir) / name
-        if not path.is_file() and name in (pruned or {}):
+        present = os.path.lexists(path)
+        if not present and name in (pruned or {}):
             findings += _prune_mismatch(path, entry, (pruned or {})[name], hour_label)
             continue
-        if not path.is_file():
+        if not present:
             findings.append(Finding(str(path), None, f"the report of {hour_label} lists this segment with "
                                     f"{entry['records']} records, and it is gone (deleted)"))
             continue
@@ -91,8 +95,12 @@ def _compare(path: Path, signed: dict[str, Any], hour_label: str) -> list[Findin
     """The segment as it is, against what the report signed: truncated, appended, edited."""
     count = signed["records"]
     now = SegmentDigest(path.name, mark=count)
-    with open(path, "rb") as segment:
-        for raw in segment:
+    try:
+        segment = os.fdopen(open_regular(path), "rb")
+    except OSError as error:
+        return [Finding(str(path), None, f"the report of {hour_label} lists this segment, and it is {error}")]
+    with segment:
+        for raw in iter(lambda: segment.readline(MAX_LINE_BYTES + 1), b""):
             now.add(raw)
     where = f"the report of {hour_label} signed {count} records"
     if now.records < count:
@@ -108,7 +116,8 @@ def _compare(path: Path, signed: dict[str, Any], hour_label: str) -> list[Findin
     if now.records > count:
         findings.append(Finding(str(path), count + 1, f"{now.records - count} records appended after {where}"))
     elif now.torn and not findings:
-        findings.append(Finding(str(path), count + 1, f"a torn line after the {count} records the report signed"))
+        findings.append(Finding(str(path), count + 1, f"a torn line after the {count} records the report signed",
+                                now.torn_at))
     elif not findings and now.size != signed["bytes"]:
         findings.append(Finding(str(path), None, f"{now.size} bytes where {where} in {signed['bytes']} bytes: "
                                 "a record was edited"))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 from typing import Any
 
 from .renderer import FinishedHour, Renderer
+from .staged import Staged
 
 CSV_FIELDS = ("time", "replica", "endpoint", "uid", "user", "operation", "kind", "namespace", "name", "dryRun",
               "decision", "rules", "exceptions", "policyRevision", "latencyMs")
@@ -25,9 +25,9 @@ def csv_row(record: dict[str, Any]) -> list[Any]:
 class CsvRenderer(Renderer):
     files = ("report.csv",)
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Staged) -> None:
         super().__init__(out)
-        self._file = open(out / "report.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._file = out.open("report.csv", text=True)
         self._writer = csv.writer(self._file)
         self._writer.writerow(CSV_FIELDS)
 

@@ -134,4 +134,4 @@ class HtmlRenderer(Renderer):
     def finish(self, hour: FinishedHour) -> None:
         html = render_html(hour.document, list(hour.listed("denials", self.LISTED)),
                            list(hour.listed("errors", self.LISTED)), hour.language)
-        (self.out / "report.html").write_text(html, encoding="utf-8")
+        self.out.write("report.html", html.encode())

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .renderer import FinishedHour, Renderer
 from .resource_results import ResourceResults, resource_ref, status_of
+from .staged import Staged
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 # One report is one object in etcd (1.5 MiB a request at most): its newest 1,000 results, the rest counted.
@@ -87,7 +87,7 @@ class PolicyReportsRenderer(Renderer):
     FILES_OF = {"openreports": ("clusterreport.yaml", "reports.yaml"),
                 "wgpolicy": ("clusterpolicyreport.yaml", "policyreports.yaml")}
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Staged) -> None:
         super().__init__(out)
         self.resources = ResourceResults()
 
@@ -96,7 +96,7 @@ class PolicyReportsRenderer(Renderer):
 
     def finish(self, hour: FinishedHour) -> None:
         for flavour, (cluster_file, namespaced_file) in self.FILES_OF.items():
-            (self.out / cluster_file).write_text(
-                yaml.safe_dump(cluster_report(hour.document, self.resources, flavour), sort_keys=False))
-            (self.out / namespaced_file).write_text(
-                yaml.safe_dump_all(namespaced_reports(hour.document, self.resources, flavour), sort_keys=False))
+            cluster = cluster_report(hour.document, self.resources, flavour)
+            namespaced = namespaced_reports(hour.document, self.resources, flavour)
+            self.out.write(cluster_file, yaml.safe_dump(cluster, sort_keys=False).encode())
+            self.out.write(namespaced_file, yaml.safe_dump_all(namespaced, sort_keys=False).encode())

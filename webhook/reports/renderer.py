@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 import orjson
+
+from .staged import Staged
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,12 @@ class FinishedHour:
 
 
 class Renderer:
-    """One report format, writing ``files`` into ``out`` (the staging directory)."""
+    """One report format, writing ``files`` into ``out`` (the staging directory, through the writer's
+    own descriptors: ``staged.Staged``)."""
 
     files: ClassVar[tuple[str, ...]]
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Staged) -> None:
         self.out = out
 
     def add(self, record: dict[str, Any]) -> None:

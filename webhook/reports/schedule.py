@@ -12,21 +12,17 @@ others move on. ``vgate report --hour`` takes the same lock.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
-import shutil
-import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from ..audit.log import SEGMENT
+from ..audit.regular_files import open_regular
 from ..core import hours
 from ..core.config import Config, PolicyReportSettings
 from ..core.errors import NotReportable
@@ -36,12 +32,13 @@ from .closed_hours import last_closed_hour
 from .daily import build_daily, daily_directory, day_closed
 from .history import genesis_hour, hour_directory, hours_between, logged_hours
 from .keys import ensure_key, load_private_key, public_key_path
+from .publication import complete_anchored
 from .sums import SUMS
 from .verify import verify_reports
+from .writer_lock import WRITER_LOCK, WriterLock, writer_lock
 
 log = logging.getLogger("vgate")
 LOOKBACK_HOURS = 24
-WRITER_LOCK = ".writer.lock"
 FIRST_HOUR = ".first-hour"  # the hour the first writer found no history: reports start there
 
 
@@ -65,13 +62,15 @@ def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: date
     """`vgate report --hour`: one hour's report under the writers' lock; NotReportable if refused."""
     settings = config.reports
     reports_dir = Path(settings.dir)
-    with writer_lock(reports_dir) as held:
-        if not held:
+    with writer_lock(reports_dir) as lock:
+        if lock is None:
             raise NotReportable(f"another writer holds {reports_dir}/{WRITER_LOCK}: one writer signs at a time; "
                                 "try again when it is done", usage=False)
+        anchor = anchor_of(settings)
+        _complete(reports_dir, anchor, Path(settings.key), lock)
         return build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
-                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor_of(settings),
-                            snapshot=snapshot_for(hour, now, snapshot))
+                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor,
+                            snapshot=snapshot_for(hour, now, snapshot), lock=lock)
 
 
 class ReportScheduler:
@@ -89,24 +88,24 @@ class ReportScheduler:
         config = self._config()
         settings = config.reports
         reports_dir, audit_dir, key = Path(settings.dir), Path(config.audit.dir), Path(settings.key)
-        with writer_lock(reports_dir) as held:
-            if not held:
+        with writer_lock(reports_dir) as lock:
+            if lock is None:
                 return []  # another writer is at it; its reports chain, ours would race
             anchor = anchor_of(settings)
+            written = _complete(reports_dir, anchor, key, lock)
             last_closed = last_closed_hour(now)
             window = hours_between(last_closed - timedelta(hours=LOOKBACK_HOURS - 1), last_closed)
             missing = [hour for hour in window if not (hour_directory(reports_dir, hour) / SUMS).exists()]
             if missing:  # only then look for the first hour vgate ran: a scan of the whole history
                 start = first_hour(reports_dir, audit_dir, anchor, now)
                 missing = [hour for hour in missing if hour >= start]
-            written = []
             for hour in missing:
                 if ensure_key(key):
                     log.warning("created report key %s; give auditors %s", key, public_key_path(key))
                 try:
                     written.append(build_report(hour, audit_dir, reports_dir, self._policy_dir(), key, now=now,
                                                 language=settings.language, anchor=anchor,
-                                                snapshot=snapshot_for(hour, now, self._snapshot)))
+                                                snapshot=snapshot_for(hour, now, self._snapshot), lock=lock))
                 except NotReportable as refusal:
                     log.error("not reporting %s: %s", hours.label(hour), refusal)
                     self.refused.append(str(refusal))
@@ -115,11 +114,12 @@ class ReportScheduler:
             hourly = [path for path in written if (path / "policyreports.yaml").is_file()]
             if hourly and settings.policy_reports.apply:
                 _apply_to_cluster(settings.policy_reports, max(hourly))
-            written += self._days(reports_dir, key, now, anchor)
+            written += self._days(reports_dir, key, now, anchor, lock)
             prune(audit_dir, reports_dir, settings.retention_days, key, now, anchor)
         return written
 
-    def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None) -> list[Path]:
+    def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None,
+              lock: WriterLock) -> list[Path]:
         """The daily report of each day of the look-back window that is over and has none yet."""
         written = []
         last_closed = last_closed_hour(now)
@@ -130,7 +130,7 @@ class ReportScheduler:
             if first is None or day < first.date():
                 continue
             try:
-                written.append(build_daily(day, reports_dir, key, now, anchor))
+                written.append(build_daily(day, reports_dir, key, now, anchor, lock))
             except NotReportable as refusal:
                 log.error("not reporting %s: %s", day, refusal)
                 self.refused.append(str(refusal))
@@ -166,46 +166,11 @@ def _apply_to_cluster(settings: PolicyReportSettings, hour_dir: Path) -> None:
         log.error("could not put the policy reports of %s into the cluster: %s", hour_dir, error)
 
 
-@contextmanager
-def writer_lock(reports_dir: Path) -> Iterator[bool]:
-    """Hold the writers' lock while the block runs; yields False if another writer holds it.
-
-    ``flock`` is released by the kernel when its holder exits, however it exits: no stale owner.
-    The lock file is opened without following symlinks; whatever else sits at its name (a symlink,
-    dangling or not, a directory) is removed and a regular file made in its place.
-    """
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    fd = _open_lock(reports_dir / WRITER_LOCK)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.uname().nodename} {os.getpid()} {datetime.now(timezone.utc).isoformat()}\n".encode())
-        yield True
-    finally:
-        os.close(fd)
-
-
-def _open_lock(path: Path) -> int:
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as error:
-            if error.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
-                raise
-        else:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                return fd
-            os.close(fd)
-        log.warning("%s is not a regular file (a planted symlink or directory?): replacing it", path)
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    raise OSError(errno.EEXIST, f"{path}: cannot make the writers' lock a regular file")
+def _complete(reports_dir: Path, anchor: Anchor | None, key: Path, lock: WriterLock) -> list[Path]:
+    """First, what a writer anchored and did not get to publish (it died, or something was in the way)."""
+    if anchor is None or not key.is_file():
+        return []
+    return complete_anchored(reports_dir, anchor, load_private_key(key).public_key(), lock)
 
 
 def first_hour(reports_dir: Path, audit_dir: Path, anchor: Anchor | None, now: datetime) -> datetime:
@@ -261,5 +226,9 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, no
 
 def _pruned(segment: Path) -> dict[str, Any]:
     """What the anchor keeps of a pruned segment: enough to tell it from one deleted or cut short."""
-    data = segment.read_bytes()
-    return {"file": segment.name, "records": data.count(b"\n"), "bytes": len(data)}
+    records = size = 0
+    with os.fdopen(open_regular(segment), "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            records += block.count(b"\n")
+            size += len(block)
+    return {"file": segment.name, "records": records, "bytes": size}

@@ -1,13 +1,16 @@
 """Acknowledging a torn segment: a crash can cut a segment's last write short, and the torn line
 stays there. ``vgate audit seal`` records, signed with the report key, exactly what the segment
-held (size, records, the torn bytes' hash) and why; ``vgate audit verify`` then reports the torn
-line as acknowledged instead of failing on it forever. A seal covers those bytes only: if the
-segment changes afterwards, the seal no longer matches and the torn line is a problem again.
+held and why: its size, the torn line's byte offset, length and sha256, and the sha256 of every
+byte before it. ``vgate audit verify`` then reports that one torn line (the finding at that
+offset, nothing matched by its text) as acknowledged instead of failing on it forever. If any byte
+of the segment changes afterwards, the seal no longer matches and the torn line is a problem again.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -15,14 +18,18 @@ from pathlib import Path
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..audit.regular_files import SMALL, NotRegular, open_regular, read_regular
 from ..core.errors import NothingToSeal
 from .keys import sign, signature_valid
+
+FIELDS = ("segment", "bytes", "records", "tornOffset", "tornBytes", "tornSha256", "wholeSha256")
 
 
 @dataclass(frozen=True)
 class Seal:
     reason: str
     sealed_at: str
+    torn_at: int  # the byte offset of the one torn line it acknowledges
 
 
 def seal_path(segment: Path) -> Path:
@@ -30,38 +37,67 @@ def seal_path(segment: Path) -> Path:
 
 
 def seal_segment(segment: Path, reason: str, key: Ed25519PrivateKey, now: datetime) -> Path:
-    """Write ``<segment>.seal`` (the statement) and ``.seal.sig``; NothingToSeal if it is whole."""
+    """Write ``<segment>.seal`` (the statement) and ``.seal.sig``; NothingToSeal if it is whole.
+
+    Both are written to new files and renamed into place: a symbolic link planted at either name
+    is replaced, never followed (it once led the seal over the anchor)."""
     statement = _statement(segment)
     if statement is None:
         raise NothingToSeal(f"{segment}: its last line is whole: nothing to acknowledge")
     body = orjson.dumps({**statement, "reason": reason, "sealedAt": now.isoformat(timespec="seconds")},
                         option=orjson.OPT_SORT_KEYS)
     path = seal_path(segment)
-    path.write_bytes(body)
-    path.with_name(path.name + ".sig").write_bytes(sign(key, body))
+    _replace(path.with_name(path.name + ".sig"), sign(key, body))
+    _replace(path, body)
     return path
 
 
+def _replace(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, path)
+
+
 def acknowledged(segment: Path, key: Ed25519PublicKey) -> Seal | None:
-    """The seal of ``segment`` if it is signed by ``key`` and still matches the segment's bytes."""
+    """The seal of ``segment`` if it is signed by ``key`` and still matches every byte of the segment."""
     path = seal_path(segment)
-    signature = path.with_name(path.name + ".sig")
-    if not path.is_file() or not signature.is_file():
+    try:
+        body = read_regular(path, SMALL)
+        signature = read_regular(path.with_name(path.name + ".sig"), SMALL)
+    except OSError:
         return None
-    body = path.read_bytes()
-    if not signature_valid(key, body, signature.read_bytes()):
+    if not signature_valid(key, body, signature):
         return None
     sealed = orjson.loads(body)
-    if {k: sealed.get(k) for k in ("segment", "bytes", "records", "tornSha256")} != _statement(segment):
+    try:
+        statement = _statement(segment)
+    except OSError:
         return None
-    return Seal(str(sealed.get("reason", "")), str(sealed.get("sealedAt", "")))
+    if not isinstance(sealed, dict) or statement is None or {k: sealed.get(k) for k in FIELDS} != statement:
+        return None
+    return Seal(str(sealed.get("reason", "")), str(sealed.get("sealedAt", "")), int(str(statement["tornOffset"])))
 
 
 def _statement(segment: Path) -> dict[str, object] | None:
-    """What a seal states of a segment with a torn last line (None if the last line is whole)."""
-    data = segment.read_bytes()
-    if not data or data.endswith(b"\n"):
+    """What a seal states of a segment with a torn last line (None if the last line is whole), read
+    once, streamed, from the regular file it must be (NotRegular otherwise)."""
+    whole, records, size, tail = hashlib.sha256(), 0, 0, b""
+    with os.fdopen(open_regular(segment), "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            size += len(block)
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            whole.update(data[:cut])
+            records += data.count(b"\n", 0, cut)
+            tail = data[cut:]
+            if len(tail) > 64 << 20:
+                raise NotRegular(errno.EFBIG, "a last line over 64 MiB: not a torn record vgate writes")
+    if not tail:
         return None
-    whole, _, torn = data.rpartition(b"\n")
-    return {"segment": segment.name, "bytes": len(data), "records": whole.count(b"\n") + (1 if whole else 0),
-            "tornSha256": hashlib.sha256(torn).hexdigest()}
+    return {"segment": segment.name, "bytes": size, "records": records, "tornOffset": size - len(tail),
+            "tornBytes": len(tail), "tornSha256": hashlib.sha256(tail).hexdigest(), "wholeSha256": whole.hexdigest()}

@@ -9,26 +9,28 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ..audit.regular_files import read_regular, sha256_regular
 from .keys import sign
+from .staged import Staged
 
 SUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """A report file's sha256 as it is on the volume (NotRegular if it is not a regular file)."""
+    return sha256_regular(path)
 
 
-def sign_files(directory: Path, names: Iterable[str], key: Ed25519PrivateKey) -> None:
-    """Write ``SHA256SUMS`` of ``names`` in ``directory`` and its signature by ``key``."""
-    sums = "".join(f"{sha256_file(directory / name)}  {name}\n" for name in names)
-    (directory / SUMS).write_text(sums)
-    (directory / SIGNATURE).write_bytes(sign(key, sums.encode()))
+def sign_files(staged: Staged, names: Iterable[str], key: Ed25519PrivateKey) -> str:
+    """Write ``SHA256SUMS`` of ``names`` from the digests of the bytes the writer wrote (never read
+    back from the volume), and its signature by ``key``; return its digest (what the anchor records)."""
+    sums = "".join(f"{staged.digests[name]}  {name}\n" for name in names).encode()
+    staged.write(SUMS, sums)
+    staged.write(SIGNATURE, sign(key, sums))
+    return hashlib.sha256(sums).hexdigest()
 
 
 def digest_of(directory: Path) -> str:
-    """The sha256 of a report's ``SHA256SUMS``: what a later report links it by."""
-    return hashlib.sha256((directory / SUMS).read_bytes()).hexdigest()
+    """The sha256 of a report's ``SHA256SUMS`` on the volume: what a later report links it by
+    (NotRegular if it is not a regular file)."""
+    return hashlib.sha256(read_regular(directory / SUMS)).hexdigest()

@@ -5,18 +5,23 @@ anchor) every report the writer signed still there as signed."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..audit.verify import Finding
+import orjson
+
+from ..audit.log import SEGMENT
+from ..audit.regular_files import DOCUMENT, NotRegular, read_regular
+from ..audit.verify import Finding, segments
 from ..core import hours
 from .anchor import Anchor
-from .build import STAGING_PREFIX, SUPERSEDED
 from .daily import complete_days, daily_days, daily_directory
 from .history import hour_directory, hours_between, logged_hours, report_hours, report_of
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
+from .publication import DISPLACED_PREFIX, STAGING_PREFIX, SUPERSEDED
 from .sums import SIGNATURE, SUMS, digest_of, sha256_file
 
 
@@ -48,9 +53,12 @@ def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: 
         findings.append(Finding(str(hour_directory(reports_dir, gap)), None, f"no report for hour {hours.label(gap)}"))
     for leftover in sorted(Path(reports_dir).glob(STAGING_PREFIX + "*")):
         findings.append(Finding(str(leftover), None, "an interrupted report build left this behind (never published)"))
+    for displaced in sorted(Path(reports_dir).glob(DISPLACED_PREFIX + "*")):
+        findings.append(Finding(str(displaced), None, "this sat where the writer published a report it had anchored "
+                                "(planted in the way): the writer moved it aside"))
     findings += _verify_daily_reports(reports_dir, key)
     if anchor is not None:
-        findings += anchor.check(key) + _against_anchor(reports_dir, anchor, in_range)
+        findings += anchor.check(key) + _against_anchor(reports_dir, anchor, in_range, audit_dir, anchor.pruned())
     over_by = until or (reported[-1] if reported else datetime.min.replace(tzinfo=timezone.utc))
     for day in complete_days(reports_dir, over_by):
         if not (daily_directory(reports_dir, day) / SUMS).is_file():
@@ -97,7 +105,41 @@ def _link_problems(report: dict[str, Any], link: str, field: str, directory: Pat
     return []
 
 
-def _against_anchor(reports_dir: str | Path, anchor: Anchor, in_range: Any) -> list[Finding]:
+def _anchored_counts(entry: dict[str, Any], directory: Path, place: str, audit_dir: str | Path | None,
+                     pruned: dict[str, dict[str, Any]]) -> list[Finding]:
+    """The records and writers the anchor line of an hour recorded, against its signed report, and
+    its writers against the segments on the volume (a writer's segments may only go by a prune)."""
+    findings, report = [], report_of(directory) or {}
+    signed = (report.get("totals") or {}).get("decisions")
+    if "records" in entry and entry["records"] != signed:
+        findings.append(Finding(str(directory), None, f"the anchor records {entry['records']} decisions in the report "
+                                f"of {place} and the report signs {signed}: what was signed is not what was computed"))
+    writers = sorted(_writers_of(str(s.get("file")) for s in report.get("segments") or [] if isinstance(s, dict)))
+    if "writers" in entry and entry["writers"] != writers:
+        findings.append(Finding(str(directory), None, f"the anchor records the writers {entry['writers']} in the "
+                                f"report of {place} and the report signs {writers}"))
+    if audit_dir is not None:
+        tag = hours.tag(hours.from_label(place))
+        on_disk = _writers_of(p.name for p in segments(audit_dir, tag, tag))
+        pruned_here = _writers_of(name for name in pruned if name.endswith(f"-{tag}.jsonl"))
+        gone = [w for w in entry.get("writers") or [] if w not in on_disk | pruned_here]
+        findings += [Finding(str(Path(audit_dir)), None, f"the anchor records records of writer {w} in {place}, and "
+                             "the volume holds no segment of it (deleted, not pruned)") for w in gone]
+    return findings
+
+
+def _version_with(directory: Path, digest: str) -> Path:
+    """The version of an hour's report (current, or under superseded/) whose SHA256SUMS has ``digest``."""
+    return next((v for v in [directory, *sorted((directory / SUPERSEDED).glob("*"))] if _held_digest(v) == digest),
+                directory)
+
+
+def _writers_of(names: Any) -> set[str]:
+    return {match["writer"] for match in map(SEGMENT.match, names) if match}
+
+
+def _against_anchor(reports_dir: str | Path, anchor: Anchor, in_range: Any, audit_dir: str | Path | None = None,
+                    pruned: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
     """Every hour and day the anchor records as signed, still on the volume as signed; and every
     report on the volume since the anchor began, recorded in it."""
     findings = []
@@ -109,13 +151,16 @@ def _against_anchor(reports_dir: str | Path, anchor: Anchor, in_range: Any) -> l
                 continue
             directory = directory_of(place)
             latest = versions[-1]
-            if not (directory / SUMS).is_file():
+            current = _held_digest(directory)
+            if current is None:
                 findings.append(Finding(str(directory), None, f"the anchor records the report of {place} (version "
                                         f"{latest.version}, {latest.digest[:12]}...) and it is gone (deleted, or "
                                         "the volume rolled back)"))
                 continue
             held = _digests(directory)
-            if digest_of(directory) != latest.digest:
+            if current == latest.digest and kind == "hour":
+                findings += _anchored_counts(latest.entry, directory, place, audit_dir, pruned or {})
+            if current != latest.digest:
                 findings.append(Finding(str(directory), None, f"the report of {place} is not the one the anchor "
                                         f"records (version {latest.version}, {latest.digest[:12]}...): replaced, "
                                         "or a reissue undone"))
@@ -143,23 +188,54 @@ def fingerprint(key: Ed25519PublicKey) -> str:
 
 
 def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Finding]) -> dict[str, Any] | None:
-    """Checksums and signature of one version of an hour's report; its report.json if they hold."""
+    """Checksums and signature of one version of a report; its report.json, parsed from the very bytes
+    whose checksum was checked. Anything planted under a listed name is a finding, never followed."""
     sums_path, sig_path = directory / SUMS, directory / SIGNATURE
-    if not sums_path.is_file() or not sig_path.is_file():
+    try:
+        sums, signature = read_regular(sums_path), read_regular(sig_path)
+    except FileNotFoundError:
         findings.append(Finding(str(directory), None, "SHA256SUMS or its signature is missing"))
         return None
-    sums = sums_path.read_bytes()
-    if not signature_valid(key, sums, sig_path.read_bytes()):
+    except NotRegular as error:
+        findings.append(Finding(str(directory), None, f"SHA256SUMS or its signature is {error}"))
+        return None
+    if not signature_valid(key, sums, signature):
         findings.append(Finding(str(sig_path), None, "signature does not verify with the report public key"))
-    for number, line in enumerate(sums.decode().splitlines(), 1):
+    report = None
+    for number, line in enumerate(sums.decode(errors="replace").splitlines(), 1):
         digest, _, name = line.partition("  ")
         target = directory / name
-        if not target.is_file():
+        try:
+            data = read_regular(target, DOCUMENT) if name == "report.json" else None
+            held = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(target)
+        except FileNotFoundError:
             findings.append(Finding(str(sums_path), number, f"{name} is missing"))
-        elif sha256_file(target) != digest:
+            continue
+        except NotRegular as error:
+            findings.append(Finding(str(target), None, str(error)))
+            continue
+        if held != digest:
             findings.append(Finding(str(target), None,
                                     f"checksum does not match SHA256SUMS line {number}: the file was changed"))
-    return report_of(directory)  # None: already reported as a checksum problem
+        if data is not None:
+            report = _parsed(data)
+    return report
+
+
+def _parsed(data: bytes) -> dict[str, Any] | None:
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _held_digest(directory: Path) -> str | None:
+    """The digest of the SHA256SUMS a directory holds, or None (none there, or not a regular file)."""
+    try:
+        return digest_of(directory)
+    except OSError:
+        return None
 
 
 def _in_its_place(report: dict[str, Any] | None, field: str, place: str, directory: Path,
@@ -181,10 +257,12 @@ def _reissue_chain(directory: Path) -> tuple[set[str], list[str]]:
     """Follow ``reissue.supersedes`` from the current version back through ``superseded/``: the
     digests on that chain, and what is wrong with it (a named version missing: a reissue undone; a
     version no reissue names: planted there to be linked to)."""
-    if not (directory / SUMS).is_file():
+    current_digest = _held_digest(directory)
+    if current_digest is None:
         return set(), []
-    accepted, problems = {digest_of(directory)}, []
-    unnamed = {digest_of(v): v for v in sorted((directory / SUPERSEDED).glob("*")) if (v / SUMS).is_file()}
+    accepted, problems = {current_digest}, []
+    versions = ((_held_digest(v), v) for v in sorted((directory / SUPERSEDED).glob("*")))
+    unnamed = {digest: v for digest, v in versions if digest is not None}
     current: Path | None = directory
     while current is not None:
         named = ((report_of(current) or {}).get("reissue") or {}).get("supersedes")
@@ -216,11 +294,23 @@ def _verify_daily_reports(reports_dir: str | Path, key: Ed25519PublicKey) -> lis
         findings += _link_problems(report, "previousDay", "day", directory,
                                    lambda text: daily_directory(reports_dir, date.fromisoformat(text)),
                                    oldest=day == days[0])
+        summed: Counter[str] = Counter()
         for hourly in report.get("hourlyReports", []):
             hour_dir = hour_directory(reports_dir, hours.from_label(hourly["hour"]))
             if hourly["sha256sumsDigest"] not in _digests(hour_dir):
                 findings.append(Finding(str(hour_dir), None, f"the report of {hourly['hour']} is not the one the "
                                         f"daily report of {report['day']} signed (replaced or deleted)"))
+                summed = Counter({"unknown": 1})
+            elif "unknown" not in summed:
+                hour_report = report_of(_version_with(hour_dir, hourly["sha256sumsDigest"])) or {}
+                summed.update({"decisions": (hour_report.get("totals") or {}).get("decisions", 0),
+                               "denials": hour_report.get("denialCount", 0)})
+        totals = report.get("totals") or {}
+        for what in () if "unknown" in summed else ("decisions", "denials"):
+            if totals.get(what, 0) != summed[what]:
+                findings.append(Finding(str(directory / "report.json"), None, f"the daily report of {report['day']} "
+                                        f"sums {totals.get(what, 0)} {what} and the hourly reports it signed hold "
+                                        f"{summed[what]}: the day was not summed from its signed hours"))
     return findings
 
 

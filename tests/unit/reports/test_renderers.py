@@ -46,7 +46,7 @@ def test_a_new_format_is_one_renderer_seeing_every_record_once(hour_of_records, 
             seen.append(record)
 
         def finish(self, hour: FinishedHour) -> None:
-            (self.out / "uids.txt").write_text("".join(f"{r['uid']}\n" for r in seen))
+            self.out.write("uids.txt", "".join(f"{r['uid']}\n" for r in seen).encode())
 
     monkeypatch.setattr(build, "RENDERERS", (*build.RENDERERS, Uids))
     out = build_report(HOUR, audit, reports, POLICIES, key, now=NOW)
