@@ -22,7 +22,7 @@ import re
 import socket
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +36,11 @@ from ..core.errors import AuditError
 GENESIS = "0" * 64
 SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")
 _WAIT_SECONDS = 10.0
+
+
+def segment_writers(names: Iterable[str]) -> set[str]:
+    """The writers whose segments these file names are (names that are not segments name none)."""
+    return {match["writer"] for match in map(SEGMENT.match, names) if match}
 
 
 @dataclass

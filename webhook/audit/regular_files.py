@@ -80,14 +80,3 @@ def sha256_regular(path: str | Path, limit: int = 64 << 30) -> str:
     finally:
         os.close(fd)
     return digest.hexdigest()
-
-
-def what_is_wrong(path: str | Path) -> str | None:
-    """Why ``path`` cannot be read as a regular file, or None if it can (or is missing)."""
-    try:
-        os.close(open_regular(path))
-    except FileNotFoundError:
-        return None
-    except NotRegular as error:
-        return error.strerror
-    return None

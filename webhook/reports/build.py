@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..audit.log import SEGMENT
+from ..audit.log import segment_writers
 from ..audit.verify import ChainCheck, Finding, segments
 from ..core import hours
 from ..core.errors import NotReportable
@@ -37,7 +37,7 @@ from .history import hour_directory, predecessor, report_of, signed_hours
 from .keys import load_private_key
 from .log_binding import SegmentDigest
 from .mlps import chinese_name
-from .publication import SIGNED_NAMES, SUPERSEDED, sign_and_publish
+from .publication import SUPERSEDED, sign_and_publish
 from .render_csv import CsvRenderer
 from .render_html import HtmlRenderer
 from .render_json import JsonRenderer
@@ -99,10 +99,10 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
     signing_key = load_private_key(key_path)  # before anything is written: a missing key writes nothing
     reissue = _reissue(out, reissue_reason)
 
-    def write(staged: Staged) -> dict[str, Any]:
+    def write(staged: Staged) -> tuple[dict[str, Any], list[str]]:
         document = _write_files(hour, audit_dir, reports_dir, policy_dir, staged, reissue, language, anchor, now,
                                 snapshot or NO_SNAPSHOT)
-        return {**document, SIGNED_NAMES: [name for renderer in RENDERERS for name in renderer.files]}
+        return document, [name for renderer in RENDERERS for name in renderer.files]
 
     sign_and_publish(Path(reports_dir), hours.tag(hour), out, write, signing_key, anchor, _anchor_entry, now,
                      supersedes=reissue["version"] - 1 if reissue else None, lock=lock)
@@ -112,7 +112,7 @@ def build_report(hour: datetime, audit_dir: str | Path, reports_dir: str | Path,
 def _anchor_entry(document: dict[str, Any], digest: str) -> dict[str, Any]:
     """What the anchor keeps of an hour's report: enough to find it deleted, replaced or rolled back,
     and to compare with the log on the volume (its records and writers)."""
-    writers = sorted({match["writer"] for match in (SEGMENT.match(s["file"]) for s in document["segments"]) if match})
+    writers = sorted(segment_writers(s["file"] for s in document["segments"]))
     return {"kind": "hour", "hour": document["hour"], "version": (document.get("reissue") or {}).get("version", 1),
             "sha256sumsDigest": digest, "records": document["totals"]["decisions"],
             "lines": sum(s["records"] for s in document["segments"]), "writers": writers,

@@ -28,9 +28,9 @@ from .anchor import Anchor
 from .closed_hours import last_closed_hour
 from .history import DAILY, daily_directory, genesis_hour, hour_directory, newest_link, signed_hours
 from .keys import load_private_key, signature_valid
-from .publication import SIGNED_NAMES, sign_and_publish
+from .publication import sign_and_publish
 from .staged import Staged
-from .sums import SIGNATURE, SUMS
+from .sums import SIGNATURE, SUMS, listed
 from .writer_lock import WriterLock
 
 _COUNTS = ("deny", "warn", "audit", "excepted")
@@ -58,10 +58,10 @@ def build_daily(day: date, reports_dir: str | Path, key_path: str | Path, now: d
         anchor.refuse_gone("day", day.isoformat(), out)
     signing_key = load_private_key(key_path)
 
-    def write(staged: Staged) -> dict[str, Any]:
+    def write(staged: Staged) -> tuple[dict[str, Any], list[str]]:
         document = summarise(day, reports_dir, signing_key.public_key(), anchor)
         staged.write("report.json", orjson.dumps(document, option=orjson.OPT_INDENT_2))
-        return {**document, SIGNED_NAMES: ["report.json"]}
+        return document, ["report.json"]
 
     def anchor_entry(document: dict[str, Any], digest: str) -> dict[str, Any]:
         return {"kind": "day", "day": document["day"], "version": 1, "sha256sumsDigest": digest,
@@ -100,12 +100,13 @@ def summarise(day: date, reports_dir: str | Path, key: Ed25519PublicKey,
     exceptions: dict[str, Counter[str]] = defaultdict(Counter)
     hourly, findings = [], []
     availability: dict[str, Any] = {"upMinutes": 0, "hoursWithoutRecord": [], "gaps": []}
+    anchored_hours = anchor.reports("hour") if anchor is not None else {}  # the anchor read once, not per hour
     for hour in reported_hours_of(day, genesis_hour(reports_dir, anchor)):
         directory = hour_directory(reports_dir, hour)
         if not os.path.lexists(directory / SUMS):
             findings.append(f"{directory}: no report for hour {hours.label(hour)}")
             continue
-        anchored = anchor.reports("hour").get(hours.label(hour)) if anchor is not None else None
+        anchored = anchored_hours.get(hours.label(hour))
         try:
             report, digest = verified_hour(directory, hours.label(hour), key, anchored[-1].digest if anchored else None)
         except UnverifiedReport as problem:
@@ -156,10 +157,9 @@ def verified_hour(directory: Path, label: str, key: Ed25519PublicKey,
     except OSError as error:
         raise UnverifiedReport(str(error)) from None
     digest = hashlib.sha256(sums).hexdigest()
-    listed = dict(line.split("  ", 1)[::-1] for line in sums.decode(errors="replace").splitlines() if "  " in line)
     if not signed:
         raise UnverifiedReport("its SHA256SUMS signature does not verify with the report key")
-    if listed.get("report.json") != hashlib.sha256(data).hexdigest():
+    if dict((name, digest) for digest, name in listed(sums)).get("report.json") != hashlib.sha256(data).hexdigest():
         raise UnverifiedReport("its report.json does not match its signed SHA256SUMS (changed after signing)")
     if anchored is not None and digest != anchored:
         raise UnverifiedReport(f"it is not the version the anchor records ({anchored[:12]}...)")

@@ -30,7 +30,7 @@ from .history import place_directory
 from .keys import signature_valid
 from .staged import Staged
 from .steps import reached
-from .sums import SIGNATURE, SUMS, digest_of, sign_files
+from .sums import SIGNATURE, SUMS, digest_of, listed, sign_files
 from .writer_lock import WriterLock
 
 log = logging.getLogger("vgate")
@@ -38,7 +38,6 @@ STAGING_PREFIX = ".building-"  # a report being written, or what a crash left of
 DISPLACED_PREFIX = ".displaced-"  # what sat where a report was published, moved aside
 SUPERSEDED = "superseded"
 REPORT_DIR_MODE = 0o750
-SIGNED_NAMES = "__signed__"  # the key under which ``write`` returns the names to sign (popped, never written)
 Document = dict[str, Any]
 
 
@@ -50,7 +49,7 @@ def new_staging(reports_dir: Path, label: str) -> Path:
     return staging
 
 
-def sign_and_publish(reports_dir: Path, label: str, out: Path, write: Callable[[Staged], Document],
+def sign_and_publish(reports_dir: Path, label: str, out: Path, write: Callable[[Staged], tuple[Document, list[str]]],
                      key: Ed25519PrivateKey, anchor: Anchor | None, anchor_entry: Callable[[Document, str], Document],
                      now: datetime, *, supersedes: int | None = None, lock: WriterLock | None = None) -> Document:
     """The whole sequence (``steps``): ``write`` stages the report's files and returns its document and
@@ -60,9 +59,9 @@ def sign_and_publish(reports_dir: Path, label: str, out: Path, write: Callable[[
     staging = new_staging(reports_dir, label)
     try:
         staged = Staged(staging)
-        document = write(staged)
+        document, names = write(staged)
         reached("staged")
-        digest = sign_files(staged, document.pop(SIGNED_NAMES), key)
+        digest = sign_files(staged, names, key)
         staged.sync()
         reached("signed")
         if lock is not None:
@@ -162,10 +161,9 @@ def _staged_problem(staging: Path, key: Ed25519PublicKey) -> str | None:
         sums = read_regular(staging / SUMS)
         if not signature_valid(key, sums, read_regular(staging / SIGNATURE)):
             return "its signature does not verify"
-        for line in sums.decode().splitlines():
-            digest, _, name = line.partition("  ")
+        for digest, name in listed(sums):
             if sha256_regular(staging / name) != digest:
                 return f"{name} does not match its checksum"
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         return str(error)
     return None

@@ -9,16 +9,17 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..audit.regular_files import read_regular, sha256_regular
+from ..audit.regular_files import read_regular
 from .keys import sign
 from .staged import Staged
 
 SUMS, SIGNATURE = "SHA256SUMS", "SHA256SUMS.sig"
 
 
-def sha256_file(path: Path) -> str:
-    """A report file's sha256 as it is on the volume (NotRegular if it is not a regular file)."""
-    return sha256_regular(path)
+def listed(sums: bytes) -> list[tuple[str, str]]:
+    """The (digest, file name) pairs a SHA256SUMS lists, in order (a line without two spaces names nothing)."""
+    return [(digest, name) for digest, _, name in (line.partition("  ") for line in
+                                                   sums.decode(errors="replace").splitlines())]
 
 
 def sign_files(staged: Staged, names: Iterable[str], key: Ed25519PrivateKey) -> str:

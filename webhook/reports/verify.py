@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from ..audit.log import SEGMENT
-from ..audit.regular_files import DOCUMENT, NotRegular, read_regular
+from ..audit.log import segment_writers
+from ..audit.regular_files import DOCUMENT, NotRegular, read_regular, sha256_regular
 from ..audit.verify import Finding, segments
 from ..core import hours
 from .anchor import Anchor
@@ -22,7 +22,7 @@ from .history import hour_directory, hours_between, logged_hours, report_hours, 
 from .keys import Ed25519PublicKey, load_public_key, signature_valid
 from .log_binding import check_binding
 from .publication import DISPLACED_PREFIX, STAGING_PREFIX, SUPERSEDED
-from .sums import SIGNATURE, SUMS, digest_of, sha256_file
+from .sums import SIGNATURE, SUMS, digest_of, listed
 
 
 def verify_reports(reports_dir: str | Path, public_key_path: str | Path, first: datetime | None = None,
@@ -114,14 +114,14 @@ def _anchored_counts(entry: dict[str, Any], directory: Path, place: str, audit_d
     if "records" in entry and entry["records"] != signed:
         findings.append(Finding(str(directory), None, f"the anchor records {entry['records']} decisions in the report "
                                 f"of {place} and the report signs {signed}: what was signed is not what was computed"))
-    writers = sorted(_writers_of(str(s.get("file")) for s in report.get("segments") or [] if isinstance(s, dict)))
+    writers = sorted(segment_writers(str(s.get("file")) for s in report.get("segments") or [] if isinstance(s, dict)))
     if "writers" in entry and entry["writers"] != writers:
         findings.append(Finding(str(directory), None, f"the anchor records the writers {entry['writers']} in the "
                                 f"report of {place} and the report signs {writers}"))
     if audit_dir is not None:
         tag = hours.tag(hours.from_label(place))
-        on_disk = _writers_of(p.name for p in segments(audit_dir, tag, tag))
-        pruned_here = _writers_of(name for name in pruned if name.endswith(f"-{tag}.jsonl"))
+        on_disk = segment_writers(p.name for p in segments(audit_dir, tag, tag))
+        pruned_here = segment_writers(name for name in pruned if name.endswith(f"-{tag}.jsonl"))
         gone = [w for w in entry.get("writers") or [] if w not in on_disk | pruned_here]
         findings += [Finding(str(Path(audit_dir)), None, f"the anchor records records of writer {w} in {place}, and "
                              "the volume holds no segment of it (deleted, not pruned)") for w in gone]
@@ -132,10 +132,6 @@ def _version_with(directory: Path, digest: str) -> Path:
     """The version of an hour's report (current, or under superseded/) whose SHA256SUMS has ``digest``."""
     return next((v for v in [directory, *sorted((directory / SUPERSEDED).glob("*"))] if _held_digest(v) == digest),
                 directory)
-
-
-def _writers_of(names: Any) -> set[str]:
-    return {match["writer"] for match in map(SEGMENT.match, names) if match}
 
 
 def _against_anchor(reports_dir: str | Path, anchor: Anchor, in_range: Any, audit_dir: str | Path | None = None,
@@ -202,12 +198,11 @@ def _verify_version(directory: Path, key: Ed25519PublicKey, findings: list[Findi
     if not signature_valid(key, sums, signature):
         findings.append(Finding(str(sig_path), None, "signature does not verify with the report public key"))
     report = None
-    for number, line in enumerate(sums.decode(errors="replace").splitlines(), 1):
-        digest, _, name = line.partition("  ")
+    for number, (digest, name) in enumerate(listed(sums), 1):
         target = directory / name
         try:
             data = read_regular(target, DOCUMENT) if name == "report.json" else None
-            held = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(target)
+            held = hashlib.sha256(data).hexdigest() if data is not None else sha256_regular(target)
         except FileNotFoundError:
             findings.append(Finding(str(sums_path), number, f"{name} is missing"))
             continue
