@@ -148,6 +148,7 @@ def local_config(config: dict[str, Any], workdir: Path) -> str:
     config = {**config, "audit": {**config.get("audit", {}), "dir": str(workdir / "audit")},
               "reports": {**config.get("reports", {}), "dir": str(workdir / "reports"),
                           "key": str(workdir / "keys" / "report-ed25519.key"),
-                          "anchorFile": str(workdir / "anchor" / "reports-anchor.jsonl")},
+                          # beside workdir, as the chart's anchor is a volume of its own (anchor_place)
+                          "anchorFile": str(workdir.with_name(workdir.name + "-anchor") / "reports-anchor.jsonl")},
               "exceptions": {**config.get("exceptions", {}), "dir": str(workdir / "exceptions")}}
     return yaml.safe_dump(config, sort_keys=False)

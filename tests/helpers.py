@@ -83,6 +83,12 @@ def shipped_config(**sections: dict[str, Any]) -> str:
     return yaml.safe_dump(document)
 
 
+def anchor_beside(root: Path) -> Path:
+    """Where a test's report writer keeps its anchor when ``root`` holds its audit/ and reports/: beside
+    ``root``, never in it (the writer refuses an anchor inside the directory that holds the evidence)."""
+    return root.with_name(root.name + "-writer") / "anchor.jsonl"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -114,7 +120,8 @@ class Server:
         if make_certs:
             subprocess.run([*VGATE, "certs", "--out", str(workdir / "certs")], check=True, capture_output=True)
         self.log = open(workdir / "server.log", "wb")  # noqa: SIM115 - the server's output, closed by stop()
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "VGATE_REPLICA": "test-replica",
+               "HOME": str(workdir.with_name(workdir.name + "-home"))}  # the default anchor: this server's own
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         env.pop("VGATE_RUNTIME_DIR", None)
         self.process = subprocess.Popen(

@@ -6,6 +6,7 @@ the work is in ``reports/`` (``schedule.write_hour``, ``evidence.check_evidence`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -148,7 +149,7 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
         raise click.ClickException(f"{directory}: no decision log directory")
     if anchor_path is not None and not Path(anchor_path).is_file():
         raise click.ClickException(f"{anchor_path}: no anchor file there")
-    anchor_path = anchor_path or config.reports.anchor_file
+    anchor_path = anchor_path or (config.reports.anchor_file and os.path.expanduser(config.reports.anchor_file))
     from_hour, to_hour = _hour(first, "--from"), _hour(last, "--to")
     try:
         check = check_evidence(Path(directory), Path(reports or config.reports.dir),

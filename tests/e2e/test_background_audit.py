@@ -27,7 +27,7 @@ from e2e import charts, cluster
 from e2e.kube import Kube, decisions
 from e2e.waiting import eventually
 
-from helpers import RESTRICTED_SPEC, trusted
+from helpers import RESTRICTED_SPEC, anchor_beside, trusted
 from render import render
 from test_admission import running_on_a_node, unique
 
@@ -178,7 +178,7 @@ def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is
         # the next report (the hour written as just closed, an hour from now) lists the drift
         config = yaml.safe_load((cluster.VGATE_DIR / "vgate.yaml").read_text())
         config["reports"] = {**config["reports"], "dir": str(tmp_path / "reports"), "snapshot": False,
-                             "key": str(tmp_path / "keys" / "k"), "anchorFile": str(tmp_path / "anchor.jsonl")}
+                             "key": str(tmp_path / "keys" / "k"), "anchorFile": str(anchor_beside(tmp_path))}
         (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
         hour = datetime.fromisoformat(change["time"]).replace(minute=0, second=0, microsecond=0)
         written = subprocess.run(["faketime", "+62 minutes", *cluster.VGATE_CLI, "report", "--hour",
@@ -219,7 +219,7 @@ def test_three_hourly_reports_each_sign_where_a_running_sensitive_gang_is(contro
                                                                                           "vgate-report-writer"))
     config = yaml.safe_load((cluster.VGATE_DIR / "vgate.yaml").read_text())
     config["reports"] = {**config["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "k"),
-                         "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
+                         "anchorFile": str(anchor_beside(tmp_path))}
     config["cluster"] = {**config.get("cluster", {}), "kubeconfig": str(identity)}
     (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
 

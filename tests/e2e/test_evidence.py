@@ -20,7 +20,7 @@ import yaml
 from e2e import cluster
 from e2e.kube import Kube, decisions_for
 
-from helpers import RESTRICTED_SPEC
+from helpers import RESTRICTED_SPEC, anchor_beside
 
 NAMESPACE = "ml-training"
 
@@ -48,7 +48,7 @@ def test_decisions_through_the_api_server_are_signed_anchored_and_cannot_be_eras
     config = yaml.safe_load((cluster.VGATE_DIR / "vgate.yaml").read_text())
     config["audit"]["dir"] = str(audit)
     config["reports"] = {**config["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "k"),
-                         "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
+                         "anchorFile": str(anchor_beside(tmp_path))}
     (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
     common = ("--config", str(tmp_path / "vgate.yaml"))
     policies = ("--policies", str(cluster.VGATE_DIR / "policies"))

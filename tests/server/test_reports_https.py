@@ -14,7 +14,7 @@ from reports.test_reports import crd_validator, current_hour, report_setup, vgat
 
 from webhook.reports.build import build_report
 
-from helpers import POLICIES, pod, review
+from helpers import POLICIES, anchor_beside, pod, review
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_report_accounts_for_every_decision_of_the_hour(tmp_path, server):
     config = tmp_path / "vgate.yaml"
     document = yaml.safe_load(server.config_path.read_text())
     document["reports"] = {"dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"),
-                           "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}
+                           "anchorFile": str(anchor_beside(tmp_path))}
     config.write_text(yaml.safe_dump(document))
     early = vgate("report", "--hour", hour.strftime("%Y-%m-%dT%H"), "--config", str(config), "--new-key")
     assert early.returncode == 2 and "has not closed yet" in early.stderr  # the hour is still open now

@@ -23,3 +23,9 @@ def test_a_running_server_reports_the_previous_hour(start_server, tmp_path):
         time.sleep(0.5)
     assert target.exists(), server.output()
     assert "wrote the compliance report of" in server.output()
+    # on the embedded default, the anchor is the writer's own: in its home's state directory (0700), not
+    # beside audit/ and reports/ (the server's HOME is a directory beside its working directory)
+    anchor = server.workdir.with_name(server.workdir.name + "-home") / ".local/state/vgate/reports-anchor.jsonl"
+    assert anchor.is_file() and previous.strftime("%Y-%m-%dT%H") in anchor.read_text(), server.output()
+    assert anchor.parent.stat().st_mode & 0o777 == 0o700
+    assert not (server.workdir / "anchor").exists()

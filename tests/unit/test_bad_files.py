@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import POLICIES, VGATE
+from helpers import POLICIES, VGATE, anchor_beside
 
 SAMPLE = POLICIES / "network-no-external" / "samples" / "denied-no-egress-label.yaml"
 
@@ -34,7 +34,11 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "key-config.yaml").write_text(
         f"audit: {{dir: {root / 'decisions'}}}\n"
         f"reports: {{dir: {root / 'reports'}, key: {root / 'keys' / 'report.key'}, "
-        f"anchorFile: {root / 'anchor' / 'anchor.jsonl'}}}\n")
+        f"anchorFile: {anchor_beside(root)}}}\n")
+    (root / "anchor-in-evidence.yaml").write_text(  # the old default layout: the anchor beside audit/
+        f"audit: {{dir: {root / 'decisions'}}}\n"
+        f"reports: {{dir: {root / 'reports'}, key: {root / 'keys' / 'report.key'}, "
+        f"anchorFile: {root / 'anchor' / 'reports-anchor.jsonl'}}}\n")
     return root
 
 
@@ -52,6 +56,10 @@ CASES = [
     ("report --config {bad}/config.yaml --hour 2026-12-03T10", 1, "config.yaml:2", "invalid YAML"),
     ("report --config {bad}/key-config.yaml --hour 2026-12-03T10", 1, "keys/report.key",
      "not an Ed25519 private key in PEM"),
+    ("serve --config {bad}/anchor-in-evidence.yaml --policies {policies}", 1, "anchor-in-evidence.yaml",
+     "reports.anchorFile " + "{bad}/anchor/reports-anchor.jsonl is inside {bad}, which holds audit.dir"),
+    ("report --config {bad}/anchor-in-evidence.yaml --hour 2026-12-03T10", 1, "anchor-in-evidence.yaml",
+     "on the same mount: whoever can write the evidence could rewrite the anchor too"),
     ("audit verify --config {bad}/config.yaml", 1, "config.yaml:2", "invalid YAML"),
     ("audit verify --config {bad}/key-config.yaml", 1, "keys/report.key.pub", "not an Ed25519 public key in PEM"),
     ("audit seal --config {bad}/config.yaml --reason crash {bad}/segment.jsonl", 1, "config.yaml:2", "invalid YAML"),
@@ -71,4 +79,5 @@ def test_each_command_answers_a_bad_file_in_one_line(bad: Path, command: str, co
              and " WARNING " not in line]  # serve's start-up log lines come before its error
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr and len(lines) == 1, result.stderr
+    says = says.format(bad=bad)
     assert lines[0].startswith("Error: ") and names in lines[0] and says in lines[0], lines[0]

@@ -33,8 +33,9 @@ from ..audit.log import append_whole
 from ..audit.regular_files import DOCUMENT, NotRegular, read_regular
 from ..audit.verify import Finding
 from ..core import hours
-from ..core.config import ReportSettings
+from ..core.config import Config
 from ..core.errors import NotReportable
+from .anchor_place import anchor_path
 from .durable import fsync_path
 from .keys import sign, signature_valid
 from .sums import digest_of
@@ -202,6 +203,10 @@ def _hash(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
 
-def anchor_of(settings: ReportSettings) -> Anchor | None:
-    """The anchor the config names (``reports.anchorFile``), or None when it names none."""
-    return Anchor(settings.anchor_file) if settings.anchor_file else None
+def anchor_of(config: Config) -> Anchor | None:
+    """The anchor the config names (``reports.anchorFile``), or None when it names none.
+
+    ConfigError when it is kept where whoever writes the evidence can write it (anchor_place).
+    """
+    path = anchor_path(config)
+    return Anchor(path) if path else None

@@ -66,7 +66,7 @@ def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: date
         if lock is None:
             raise NotReportable(f"another writer holds {reports_dir}/{WRITER_LOCK}: one writer signs at a time; "
                                 "try again when it is done", usage=False)
-        anchor = anchor_of(settings)
+        anchor = anchor_of(config)
         _complete(reports_dir, anchor, Path(settings.key), lock)
         return build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
                             reissue_reason=reissue_reason, language=settings.language, anchor=anchor,
@@ -91,7 +91,7 @@ class ReportScheduler:
         with writer_lock(reports_dir) as lock:
             if lock is None:
                 return []  # another writer is at it; its reports chain, ours would race
-            anchor = anchor_of(settings)
+            anchor = anchor_of(config)
             written = _complete(reports_dir, anchor, key, lock)
             last_closed = last_closed_hour(now)
             window = hours_between(last_closed - timedelta(hours=LOOKBACK_HOURS - 1), last_closed)

@@ -29,6 +29,7 @@ from ..files.exception_files import load_configured_exceptions
 from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set
+from ..reports.anchor_place import anchor_path
 from ..reports.schedule import ReportScheduler
 from .asgi import AdmissionServer
 from .certs import CertPaths, expires_at
@@ -61,13 +62,16 @@ class Settings:
 
 def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
                  cluster: ClusterState | None = None) -> Gateway:
-    """Load and compile everything; raises ConfigError/PolicyError naming file and line.
+    """Load and compile everything; raises ConfigError/PolicyError naming file and line (ConfigError
+    too when this process writes the hourly reports and the anchor sits with the evidence).
 
     The policies are compiled (in the evaluator child, within the load budget) even when
     ``opa_url`` sends evaluation to OPA: that checks the files OPA is meant to serve and gives the
     revision every decision records.
     """
     config = load_config(settings.config_path)
+    if settings.hourly_reports:  # this process signs reports: never with an anchor the evidence's writers reach
+        anchor_path(config)
     policy_set = load_policy_set(settings.policy_dir)
     server = config.server
     isolated = IsolatedEngine(policy_set, config.document, timeout=server.evaluation_timeout_seconds,

@@ -18,7 +18,7 @@ from test_insider import BUSY, LAST, SECOND_TICK, found, hour_dir, settings
 from webhook.core.config import Config
 from webhook.reports.schedule import ReportScheduler
 
-from helpers import POLICIES, ROOT, VGATE
+from helpers import POLICIES, ROOT, VGATE, anchor_beside
 
 NEXT_TICK = SECOND_TICK + timedelta(hours=1, minutes=5)  # 2026-12-03T00 is due
 
@@ -140,7 +140,7 @@ def test_the_daily_report_sums_only_verified_hours(history):
     document["totals"]["decisions"] = 1000
     report.write_bytes(orjson.dumps(document))
     key = load_private_key(history / "keys" / "r.key").public_key()
-    summed = summarise(BUSY[1].date(), history / "reports", key, Anchor(history / "writer" / "anchor.jsonl"))
+    summed = summarise(BUSY[1].date(), history / "reports", key, Anchor(anchor_beside(history)))
     assert summed["totals"]["decisions"] == 5  # the reissued 10:00 only; 11:00 (6, edited to 1000) not summed
     assert any("not summed: its report.json does not match its signed SHA256SUMS" in f
                for f in summed["integrity"]["findings"]), summed["integrity"]

@@ -27,7 +27,7 @@ from webhook.reports.keys import load_private_key, public_key_path
 from webhook.reports.schedule import FIRST_HOUR, ReportScheduler, prune
 from webhook.reports.verify import verify_reports
 
-from helpers import POLICIES, VGATE
+from helpers import POLICIES, VGATE, anchor_beside
 
 UTC = timezone.utc
 STARTED = datetime(2026, 12, 1, 22, tzinfo=UTC)     # vgate first ran
@@ -56,7 +56,7 @@ def settings(root: Path) -> dict:
     document = load_config().document
     return {**document, "audit": {**document["audit"], "dir": str(root / "audit")},
             "reports": {**document["reports"], "dir": str(root / "reports"), "key": str(root / "keys" / "r.key"),
-                        "anchorFile": str(root / "writer" / "anchor.jsonl")}}
+                        "anchorFile": str(anchor_beside(root))}}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def signed_history(tmp_path_factory) -> Path:
     assert len(scheduler.tick(FIRST_TICK)) == 3
     assert len(scheduler.tick(SECOND_TICK)) == 25
     build_report(REISSUED, root / "audit", root / "reports", POLICIES, root / "keys" / "r.key",
-                 reissue_reason="INC-9: a rule's control was remapped", anchor=Anchor(root / "writer" / "anchor.jsonl"))
+                 reissue_reason="INC-9: a rule's control was remapped", anchor=Anchor(anchor_beside(root)))
     return root
 
 
@@ -81,11 +81,12 @@ def history(signed_history, tmp_path) -> Path:
     """A copy of the signed history for one test to tamper with."""
     root = tmp_path / "copy"
     shutil.copytree(signed_history, root, symlinks=True)
+    shutil.copytree(anchor_beside(signed_history).parent, anchor_beside(root).parent)  # the writer's, beside
     return root
 
 
 def found(root: Path, anchored: bool = True) -> list[str]:
-    anchor = Anchor(root / "writer" / "anchor.jsonl") if anchored else None
+    anchor = Anchor(anchor_beside(root)) if anchored else None
     return [str(f) for f in verify_reports(root / "reports", public_key_path(root / "keys" / "r.key"),
                                            audit_dir=root / "audit", until=LAST, anchor=anchor)]
 
@@ -216,7 +217,8 @@ def test_a_volume_rolled_back_is_not_signed_over(signed_history, tmp_path):
         shutil.copytree(hour_dir(signed_history, hour), hour_dir(root, hour))
     shutil.copytree(daily_directory(signed_history / "reports", STARTED.date()),
                     daily_directory(root / "reports", STARTED.date()))
-    shutil.copytree(signed_history / "writer", root / "writer")  # the anchor lives elsewhere: not rolled back
+    # the anchor lives elsewhere: not rolled back
+    shutil.copytree(anchor_beside(signed_history).parent, anchor_beside(root).parent)
     assert ReportScheduler(lambda: Config("test", document), lambda: POLICIES).tick(SECOND_TICK) == []
     gone = [p for p in found(root) if "the anchor records the report of" in p and "it is gone" in p]
     assert len(gone) == 25  # 24 hours and a day
@@ -232,7 +234,7 @@ def test_a_report_planted_in_a_future_hour_is_found_alone(history):
 
 
 def test_an_edited_or_shortened_anchor_is_found(history):
-    anchor = history / "writer" / "anchor.jsonl"
+    anchor = anchor_beside(history)
     lines = anchor.read_bytes().splitlines(keepends=True)
     anchor.write_bytes(b"".join(lines[:3] + lines[4:]))  # a line taken out of the middle
     assert f"{anchor}:4: it does not follow the line before it: lines were removed, reordered or inserted" \
@@ -245,7 +247,7 @@ def test_an_edited_or_shortened_anchor_is_found(history):
 
 def test_pruned_segments_are_accounted_for_and_deleted_ones_are_not(history):
     key = history / "keys" / "r.key"
-    anchor = Anchor(history / "writer" / "anchor.jsonl")
+    anchor = Anchor(anchor_beside(history))
     removed = prune(history / "audit", history / "reports", 184, key, RETAINED_UNTIL, anchor)
     assert [p.name for p in removed] == ["decisions-replica-a-0-20261202T10.jsonl"]  # the later one is in retention
     assert found(history) == []  # pruned, as the anchor records
@@ -261,7 +263,7 @@ def test_pruned_segments_are_accounted_for_and_deleted_ones_are_not(history):
 def test_a_segment_cut_short_before_its_prune_is_kept(history):
     segment = history / "audit" / "decisions-replica-a-0-20261202T10.jsonl"
     segment.write_bytes(segment.read_bytes()[: -len(segment.read_bytes().splitlines(keepends=True)[-1])])
-    anchor = Anchor(history / "writer" / "anchor.jsonl")
+    anchor = Anchor(anchor_beside(history))
     assert prune(history / "audit", history / "reports", 184, history / "keys" / "r.key",
                  RETAINED_UNTIL, anchor) == []
     assert segment.exists() and not anchor.pruned()

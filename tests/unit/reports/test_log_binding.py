@@ -27,7 +27,7 @@ from webhook.reports.build import build_report, hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.verify import verify_reports
 
-from helpers import POLICIES, ROOT, VGATE
+from helpers import POLICIES, ROOT, VGATE, anchor_beside
 
 # Noon yesterday: closed whenever the tests run, and with the hours around it inside one day, so no
 # day is complete (a complete day must have a daily report, which only some tests build).
@@ -66,7 +66,7 @@ def reported(tmp_path):
 
 
 def anchor_file(tmp_path: Path) -> Path:
-    return tmp_path / "writer" / "anchor.jsonl"
+    return anchor_beside(tmp_path)
 
 
 def config_file(tmp_path: Path, audit: Path, reports: Path, key: Path) -> Path:

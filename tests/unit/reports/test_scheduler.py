@@ -13,7 +13,7 @@ from webhook.reports.build import hour_directory
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.schedule import FIRST_HOUR, LOOKBACK_HOURS, ReportScheduler, prune, writer_lock
 
-from helpers import POLICIES
+from helpers import POLICIES, anchor_beside
 
 
 def settings(tmp_path: Path) -> dict:
@@ -22,7 +22,7 @@ def settings(tmp_path: Path) -> dict:
         **document,
         "audit": {**document["audit"], "dir": str(tmp_path / "audit")},
         "reports": {**document["reports"], "dir": str(tmp_path / "reports"), "key": str(tmp_path / "keys" / "r.key"),
-                    "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")},
+                    "anchorFile": str(anchor_beside(tmp_path))},
     }
 
 
@@ -146,7 +146,7 @@ def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):
     key = tmp_path / "keys" / "r.key"
     config.write_text(yaml.safe_dump({"audit": {"dir": str(tmp_path / "audit")},
                                       "reports": {"dir": str(tmp_path / "reports"), "key": str(key),
-                                                  "anchorFile": str(tmp_path / "writer" / "anchor.jsonl")}}))
+                                                  "anchorFile": str(anchor_beside(tmp_path))}}))
     run = [*VGATE, "report", "--catch-up", "--config", str(config), "--policies", str(POLICIES)]
     missing = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "no report key" in missing.stderr  # nothing written without the key
