@@ -13,9 +13,10 @@ from datetime import timedelta
 
 import orjson
 import yaml
-from test_insider import BUSY, LAST, SECOND_TICK, found, hour_dir, settings
+from test_insider import BUSY, LAST, REISSUED, SECOND_TICK, found, hour_dir, settings
 
 from webhook.core.config import Config
+from webhook.core.hours import label as hours_label
 from webhook.reports.schedule import ReportScheduler
 
 from helpers import POLICIES, ROOT, VGATE, anchor_beside
@@ -27,32 +28,99 @@ def _tick(root, now=NEXT_TICK):
     return ReportScheduler(lambda: Config("test", settings(root)), lambda: POLICIES).tick(now)
 
 
+def _killed_at(step, history, root, call):
+    """A copy of ``history`` at ``root``, and a real writer run on it by ``call`` (Python, with ``config``
+    and ``POLICIES`` bound) and SIGKILLed when it reaches ``step`` of steps.SEQUENCE."""
+    subprocess.run(["cp", "-a", str(history), str(root)], check=True)
+    subprocess.run(["cp", "-a", str(anchor_beside(history).parent), str(anchor_beside(root).parent)], check=True)
+    config = orjson.dumps(settings(root)).decode()
+    script = (
+        "import os, signal, orjson\n"
+        "from datetime import datetime\n"
+        "from webhook.core.config import Config\n"
+        "from webhook.reports import steps\n"
+        "from webhook.reports.schedule import ReportScheduler, write_hour\n"
+        f"steps.observer = lambda s: s == {step!r} and os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"config = Config('t', orjson.loads({config!r}))\n"
+        f"POLICIES = {str(POLICIES)!r}\n"
+        f"{call}\n"
+    )
+    died = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})
+    assert died.returncode == -signal.SIGKILL, (step, died.stderr[-2000:])
+
+
 def test_a_sigkill_at_every_step_leaves_nothing_or_what_the_next_writer_completes(history, tmp_path):
     """A real writer is killed at each step of steps.SEQUENCE in turn (not at random); the next tick
     then publishes the hour, and verify finds nothing: no hour is lost, none signed twice."""
-    config = orjson.dumps(settings(history)).decode()
     for step in ("staged", "signed", "anchored", "renamed", "published"):
         root = tmp_path / step
-        subprocess.run(["cp", "-a", str(history), str(root)], check=True)
-        script = (
-            "import os, signal, orjson\n"
-            "from datetime import datetime\n"
-            "from webhook.core.config import Config\n"
-            "from webhook.reports import steps\n"
-            "from webhook.reports.schedule import ReportScheduler\n"
-            f"steps.observer = lambda s: s == {step!r} and os.kill(os.getpid(), signal.SIGKILL)\n"
-            f"doc = orjson.loads({config.replace(str(history), str(root))!r})\n"
-            f"ReportScheduler(lambda: Config('t', doc), lambda: {str(POLICIES)!r})"
-            f".tick(datetime.fromisoformat({NEXT_TICK.isoformat()!r}))\n"
-        )
-        died = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})
-        assert died.returncode == -signal.SIGKILL, (step, died.stderr[-2000:])
+        _killed_at(step, history, root, "ReportScheduler(lambda: config, lambda: POLICIES)"
+                                        f".tick(datetime.fromisoformat({NEXT_TICK.isoformat()!r}))")
         _tick(root)
         nxt = NEXT_TICK.replace(minute=0) - timedelta(hours=1)
         assert (hour_dir(root, nxt) / "SHA256SUMS").is_file(), step
         assert [p for p in found(root) if "2026-12-03" not in p] == [], (step, found(root))
         assert not list((root / "reports").glob(".building-*")), step
+
+
+def test_a_reissue_killed_at_every_step_is_undone_whole_or_completed(history, tmp_path):
+    """A reissue (version 3 of an hour already reissued once) killed at each step, moving the old
+    versions aside ("superseded", killed after the first file moved) included: before the anchor line
+    the hour stays at version 2; after it, the next tick publishes version 3 with versions 1 and 2
+    kept; verify finds nothing either way."""
+    reissued = hour_dir(history, REISSUED)
+    first_sums = (reissued / "superseded" / "1" / "SHA256SUMS").read_bytes()
+    second_sums = (reissued / "SHA256SUMS").read_bytes()
+    for step in ("staged", "signed", "anchored", "superseded", "renamed", "published"):
+        root = tmp_path / step
+        _killed_at(step, history, root, "write_hour(config, POLICIES, "
+                                        f"datetime.fromisoformat({REISSUED.isoformat()!r}), "
+                                        f"datetime.fromisoformat({SECOND_TICK.isoformat()!r}), 'INC-31: remapped')")
+        _tick(root, SECOND_TICK)
+        out = hour_dir(root, REISSUED)
+        version = orjson.loads((out / "report.json").read_bytes()).get("reissue", {}).get("version")
+        assert version == (2 if step in ("staged", "signed") else 3), step
+        kept = [(out / "superseded" / "1" / "SHA256SUMS").read_bytes()]
+        if version == 3:
+            kept.append((out / "superseded" / "2" / "SHA256SUMS").read_bytes())
+        assert kept == [first_sums, second_sums][:len(kept)], step
+        assert found(root) == [], (step, found(root))
+        assert not list((root / "reports").glob(".building-*")), step
+
+
+def test_a_staged_file_swapped_while_the_writer_works_is_not_what_it_signs(history, monkeypatch):
+    """Once the hour's files are written (step "staged") and before they are signed, the insider
+    replaces the staged report.json with one saying there was no traffic. What is signed is what
+    the writer computed: SHA256SUMS lists the digest of its own bytes, so the swapped file is a
+    finding and the daily sum leaves that hour out (before: the writer read its staging back and
+    signed the swapped file, and verify found nothing)."""
+    import hashlib
+
+    from webhook.reports import steps
+
+    hour = NEXT_TICK.replace(minute=0) - timedelta(hours=1)
+    forged = orjson.dumps({"hour": hours_label(hour), "totals": {"decisions": 0}, "note": "no traffic"})
+    swapped = []
+
+    def swap(step):
+        if step != "staged" or swapped:
+            return
+        [staging] = (history / "reports").glob(".building-*")
+        computed = (staging / "report.json").read_bytes()
+        replacement = staging / "replacement"
+        replacement.write_bytes(forged)
+        os.replace(replacement, staging / "report.json")  # a new file under the name, as the insider can
+        swapped.append(computed)
+
+    monkeypatch.setattr(steps, "observer", swap)
+    _tick(history)
+    assert swapped, "the writer never reached the step where its staged files are complete"
+    out = hour_dir(history, hour)
+    listed = dict(line.split()[::-1] for line in (out / "SHA256SUMS").read_text().splitlines())
+    assert listed["report.json"] == hashlib.sha256(swapped[0]).hexdigest() != hashlib.sha256(forged).hexdigest()
+    problems = found(history, until=hour)
+    assert any(str(out) in p and "report.json" in p for p in problems), problems
 
 
 def test_a_directory_planted_where_the_writer_publishes_is_moved_aside_and_nothing_is_forgotten(history):

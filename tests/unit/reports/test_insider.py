@@ -85,10 +85,10 @@ def history(signed_history, tmp_path) -> Path:
     return root
 
 
-def found(root: Path, anchored: bool = True) -> list[str]:
+def found(root: Path, anchored: bool = True, until: datetime = LAST) -> list[str]:
     anchor = Anchor(anchor_beside(root)) if anchored else None
     return [str(f) for f in verify_reports(root / "reports", public_key_path(root / "keys" / "r.key"),
-                                           audit_dir=root / "audit", until=LAST, anchor=anchor)]
+                                           audit_dir=root / "audit", until=until, anchor=anchor)]
 
 
 def hour_dir(root: Path, hour: datetime) -> Path:
