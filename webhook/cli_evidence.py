@@ -127,14 +127,19 @@ def _hour(value: str | None, option: str) -> datetime | None:
 @click.option("--anchor", "anchor_path", type=click.Path(dir_okay=False),
               help="The report writer's anchor file (a copy exported from where only the writer writes). "
                    "Default: reports.anchorFile of the config.")
+@click.option("--forwarded", type=click.Path(dir_okay=False),
+              help="Check only the audit system's copy: a collector's file of the messages vgate forwarded "
+                   "(rsyslog's %rawmsg% or RFC 5424 template), without the local log.")
 def audit_verify(directory: str | None, config_path: str | None, first: str | None, last: str | None,
-                 reports: str | None, pubkey: str | None, anchor_path: str | None) -> None:
+                 reports: str | None, pubkey: str | None, anchor_path: str | None, forwarded: str | None) -> None:
     """Check the decision log's hash chains, and every report: checksums, signature, its place, the
     log it signed, its link to the report before it, that every closed hour has one, and that every
-    report the anchor records is still there as signed.
+    report the anchor records is still there as signed. With --forwarded, the collector's copy instead.
 
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
+    if forwarded is not None:
+        _verify_forwarded(Path(forwarded))
     from .files.config_file import load_config
     from .reports.closed_hours import last_closed_hour
     from .reports.evidence import check_evidence
@@ -162,6 +167,22 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     for line in [*check.notes, *map(str, check.findings)]:
         click.echo(line)
     click.echo(f"{check.records} records verified, {len(check.findings)} problems")
+    sys.exit(1 if check.findings else 0)
+
+
+def _verify_forwarded(path: Path) -> None:
+    """`vgate audit verify --forwarded FILE`: the collector's copy alone; exits 0 clean, 1 with problems."""
+    from .forward.collected import verify_forwarded
+
+    try:
+        check = verify_forwarded(path)
+    except OSError as error:
+        raise click.ClickException(f"{path}: cannot read the collector's copy: {error.strerror or error}") from None
+    for finding in check.findings:
+        click.echo(str(finding))
+    click.echo(f"{check.records} records in {check.segments} segments verified ({check.duplicates} duplicates "
+               f"ignored, {check.oversize} oversize placeholders, {check.other_lines} other lines), "
+               f"{len(check.findings)} problems")
     sys.exit(1 if check.findings else 0)
 
 

@@ -18,7 +18,8 @@ MAY_IMPORT = {
     "audit": {"core"},
     "cluster": {"core"},
     "reports": {"core", "policy", "audit", "cluster"},
-    "server": {"core", "files", "policy", "audit", "reports", "cluster"},
+    "forward": {"core", "audit"},
+    "server": {"core", "files", "policy", "audit", "reports", "cluster", "forward"},
     "offline": {"core", "files", "policy", "cluster"},
     "background": {"core", "files", "policy", "cluster", "reports", "offline"},
 }

@@ -45,6 +45,17 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class ForwardSettings:
+    """``audit.forward``: the audit system (a syslog or RELP collector) every decision record goes to."""
+
+    url: str
+    ca_file: str | None
+    cert_file: str | None
+    key_file: str | None
+    max_message_bytes: int
+
+
+@dataclass(frozen=True)
 class AuditSettings:
     """``audit``: where decisions are recorded, and what happens when recording fails."""
 
@@ -53,6 +64,7 @@ class AuditSettings:
     unready_after_failures: int
     mirror_to_stdout: bool
     background_interval: str = "1h"  # how often `vgate audit scan --watch` judges what runs
+    forward: ForwardSettings = ForwardSettings("", None, None, None, 8192)  # off
 
 
 @dataclass(frozen=True)
@@ -232,7 +244,8 @@ class Config:
 
     @cached_property
     def audit(self) -> AuditSettings:
-        return _typed(AuditSettings, self.document["audit"])
+        section = self.document["audit"]
+        return _typed(AuditSettings, {**section, "forward": _typed(ForwardSettings, section["forward"])})
 
     @cached_property
     def reports(self) -> ReportSettings:

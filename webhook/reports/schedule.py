@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..audit.delivery import undelivered
 from ..audit.log import SEGMENT
 from ..audit.regular_files import open_regular
 from ..core import hours
@@ -115,7 +116,7 @@ class ReportScheduler:
             if hourly and settings.policy_reports.apply:
                 _apply_to_cluster(settings.policy_reports, max(hourly))
             written += self._days(reports_dir, key, now, anchor, lock)
-            prune(audit_dir, reports_dir, settings.retention_days, key, now, anchor)
+            prune(audit_dir, reports_dir, settings.retention_days, key, now, anchor, config.audit.forward.url)
         return written
 
     def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None,
@@ -192,9 +193,10 @@ def first_hour(reports_dir: Path, audit_dir: Path, anchor: Anchor | None, now: d
 
 
 def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, now: datetime,
-          anchor: Anchor | None = None) -> list[Path]:
-    """Delete segments older than the retention whose hour has a report that verifies; with an
-    anchor, what is pruned is recorded there first (verify tells pruned from deleted by it)."""
+          anchor: Anchor | None = None, forward_url: str = "") -> list[Path]:
+    """Delete segments older than the retention whose hour has a report that verifies and, with
+    ``forward_url``, that the audit system has whole (``audit.delivery``); with an anchor, what is
+    pruned is recorded there first (verify tells pruned from deleted by it)."""
     public_key = public_key_path(key)
     cutoff = now - timedelta(days=retention_days)
     removed: list[Path] = []
@@ -214,6 +216,10 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, no
             verified[hour] = not verify_reports(reports_dir, public_key, hour, hour, audit_dir=audit_dir)
         if not verified[hour]:
             log.warning("keeping %s past retention: its report does not verify", segment.name)
+            continue
+        if forward_url and undelivered(audit_dir, forward_url, segment):
+            log.warning("keeping %s past retention: the audit system (%s) does not have all of it yet",
+                        segment.name, forward_url)
             continue
         removed.append(segment)
     if removed and anchor is not None:

@@ -26,6 +26,7 @@ from ..core.config import ClusterSettings
 from ..core.contract import PolicyEngine
 from ..files.config_file import load_config
 from ..files.exception_files import load_configured_exceptions
+from ..forward.forwarder import Forwarder
 from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
 from ..policy.sources import load_policy_set
@@ -111,6 +112,9 @@ def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
         every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
+    audit = live.current.config.audit
+    if audit.forward.url:  # read at start; one process of all replicas delivers (the volume's lock)
+        Forwarder(audit.forward, audit.dir).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
     return Endpoints(live, metrics, probes=not probe_port), live
 

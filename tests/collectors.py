@@ -1,0 +1,116 @@
+"""Real collectors for the forwarding tests: Debian's rsyslog (imrelp, plain and TLS; imtcp with the
+gtls driver for RFC 5425), started as a plain process writing what it receives to a file, and the
+TLS material they and vgate use (made with the openssl CLI)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import free_port
+
+RSYSLOGD = shutil.which("rsyslogd") or "/usr/sbin/rsyslogd"
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_pki(directory: Path) -> Path:
+    """A CA, the collector's certificate (localhost, 127.0.0.1), vgate's client certificate, and a
+    second CA with a certificate of the same names (what a wrong server presents)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    curve = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    for ca in ("ca", "wrong-ca"):
+        _openssl("req", "-x509", *curve, "-keyout", str(directory / f"{ca}.key"), "-out", str(directory / f"{ca}.pem"),
+                 "-days", "2", "-subj", f"/CN={ca}")
+    for name, ca, usage, names in (("server", "ca", "serverAuth", "DNS:localhost,IP:127.0.0.1"),
+                                   ("wrong-server", "wrong-ca", "serverAuth", "DNS:localhost,IP:127.0.0.1"),
+                                   ("client", "ca", "clientAuth", "DNS:vgate")):
+        _openssl("req", *curve, "-keyout", str(directory / f"{name}.key"), "-out", str(directory / f"{name}.csr"),
+                 "-subj", f"/CN={name}")
+        extensions = directory / f"{name}.ext"
+        extensions.write_text(f"subjectAltName={names}\nextendedKeyUsage={usage}\n")
+        _openssl("x509", "-req", "-in", str(directory / f"{name}.csr"), "-CA", str(directory / f"{ca}.pem"),
+                 "-CAkey", str(directory / f"{ca}.key"), "-CAcreateserial", "-out", str(directory / f"{name}.pem"),
+                 "-days", "2", "-extfile", str(extensions))
+    return directory
+
+
+class Rsyslog:
+    """One rsyslogd receiving on a free port (``kind``: relp, relp+tls, syslog+tls) and writing each
+    message as received (``%rawmsg%``) to ``out``, synchronously: the ruleset's queue is direct and
+    the file flushed at each transaction's end, so what it acknowledges is in the file."""
+
+    def __init__(self, workdir: Path, kind: str, pki: Path | None = None, server: str = "server") -> None:
+        self.workdir, self.kind, self.pki, self.server = workdir, kind, pki, server
+        self.port = free_port()
+        self.out = workdir / "collected.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "work").mkdir(exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        return f"{self.kind}://localhost:{self.port}"
+
+    def _config(self) -> str:
+        pki = self.pki
+        lines = [f'global(workDirectory="{self.workdir / "work"}" maxMessageSize="64k"'
+                 + (f' defaultNetstreamDriverCAFile="{pki / "ca.pem"}"'
+                    f' defaultNetstreamDriverCertFile="{pki / (self.server + ".pem")}"'
+                    f' defaultNetstreamDriverKeyFile="{pki / (self.server + ".key")}"'
+                    if self.kind == "syslog+tls" and pki else "") + ")",
+                 'template(name="raw" type="string" string="%rawmsg%\\n")',
+                 'ruleset(name="collect" queue.type="Direct") {',
+                 f'  action(type="omfile" file="{self.out}" template="raw" flushOnTXEnd="on" asyncWriting="off")',
+                 "}"]
+        if self.kind == "relp":
+            lines += ['module(load="imrelp")', f'input(type="imrelp" port="{self.port}" ruleset="collect")']
+        elif self.kind == "relp+tls":
+            assert pki is not None
+            lines += ['module(load="imrelp")',
+                      f'input(type="imrelp" port="{self.port}" ruleset="collect" tls="on" '
+                      f'tls.caCert="{pki / "ca.pem"}" tls.myCert="{pki / (self.server + ".pem")}" '
+                      f'tls.myPrivKey="{pki / (self.server + ".key")}" tls.authMode="name" '
+                      'tls.permittedPeer=["client"])']
+        else:
+            lines += ['module(load="imtcp" streamDriver.name="gtls" streamDriver.mode="1" '
+                      'streamDriver.authMode="x509/certvalid")',
+                      f'input(type="imtcp" port="{self.port}" ruleset="collect")']
+        return "\n".join(lines) + "\n"
+
+    def start(self) -> Rsyslog:
+        config = self.workdir / "rsyslog.conf"
+        config.write_text(self._config())
+        log = open(self.workdir / "rsyslogd.log", "ab")  # noqa: SIM115 - the daemon's output, kept for failures
+        self.process = subprocess.Popen([RSYSLOGD, "-n", "-f", str(config), "-i", str(self.workdir / "pid")],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.05)
+        raise RuntimeError(f"rsyslogd did not listen on {self.port}: {self.log()}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+            self.process.wait(timeout=20)
+        (self.workdir / "pid").unlink(missing_ok=True)
+
+    def log(self) -> str:
+        path = self.workdir / "rsyslogd.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+    def lines(self) -> list[bytes]:
+        return self.out.read_bytes().splitlines() if self.out.exists() else []

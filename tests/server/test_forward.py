@@ -1,0 +1,297 @@
+"""Issue 37: the decision log delivered to real collectors (Debian's rsyslog: imrelp plain and over TLS,
+imtcp with the gtls driver for RFC 5425), through outages, refusals and hostile peers; and checked from
+the collector's copy alone (``vgate audit verify --forwarded``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from collectors import Rsyslog, make_pki
+
+from webhook.audit.delivery import Cursor
+from webhook.audit.log import DecisionLog
+from webhook.core.config import ForwardSettings
+from webhook.forward.collected import verify_forwarded
+from webhook.forward.forwarder import Forwarder
+from webhook.forward.message import parse
+from webhook.forward.transport import connect
+
+from helpers import VGATE, pod, review
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Path:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def settings(collector: Rsyslog, pki: Path | None = None, max_bytes: int = 8192,
+             client: bool = True) -> ForwardSettings:
+    tls = collector.kind.endswith("tls") and pki is not None
+    return ForwardSettings(collector.url, str(pki / "ca.pem") if tls else None,
+                           str(pki / "client.pem") if tls and client else None,
+                           str(pki / "client.key") if tls and client else None, max_bytes)
+
+
+def write_records(audit: Path, count: int, replica: str = "r1", note: str = "x") -> DecisionLog:
+    log = DecisionLog(audit, replica=replica)
+    for n in range(count):
+        log.record({"endpoint": "validate", "uid": f"{replica}-{n}", "decision": "denied" if n % 5 == 0 else "allowed",
+                    "note": note})
+    return log
+
+
+def local_records(audit: Path) -> dict[tuple[str, int], str]:
+    """(segment, line number) -> sha256 of every record the local log holds."""
+    held = {}
+    for segment in sorted(audit.glob("decisions-*.jsonl")):
+        for number, line in enumerate(segment.read_bytes().splitlines(), start=1):
+            held[(segment.name, number)] = hashlib.sha256(line).hexdigest()
+    return held
+
+
+def collected(collector: Rsyslog) -> tuple[dict[tuple[str, int], str], int]:
+    """What the collector's file holds of them, and how many copies were duplicates."""
+    held: dict[tuple[str, int], str] = {}
+    duplicates = 0
+    for raw in collector.lines():
+        message = parse(raw)
+        assert message is not None and message.place is not None, raw[:200]
+        digest = hashlib.sha256(message.msg).hexdigest()
+        duplicates += message.place in held
+        assert held.setdefault(message.place, digest) == digest
+    return held, duplicates
+
+
+def wait_delivered(forwarder: Forwarder, audit: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        cursor = Cursor.load(audit, forwarder.settings.url)
+        if all(cursor.get(p.name).offset == p.stat().st_size for p in audit.glob("decisions-*.jsonl")):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not delivered within {seconds} s: {forwarder.counters}")
+
+
+@pytest.mark.parametrize("kind", ["relp", "relp+tls", "syslog+tls"])
+def test_every_record_reaches_the_collector_and_its_copy_verifies(kind, pki, tmp_path):
+    collector = Rsyslog(tmp_path / "collector", kind, pki).start()
+    try:
+        audit = tmp_path / "audit"
+        write_records(audit, 150, "r1")
+        write_records(audit, 150, "r2")
+        forwarder = Forwarder(settings(collector, pki), audit)
+        assert forwarder.deliver() == 300
+        time.sleep(forwarder._link.settle_seconds if forwarder._link else 0)
+        forwarder.deliver()  # settles what syslog over TLS sent (RELP: already acknowledged)
+        forwarder.close()
+        held, duplicates = collected(collector)
+        assert held == local_records(audit) and duplicates == 0
+        first = parse(collector.lines()[0])
+        assert first is not None and first.msgid == "validate-denied" and first.host == "r1"
+        check = verify_forwarded(collector.out)
+        assert (check.records, check.segments, check.findings) == (300, 2, [])
+    finally:
+        collector.kill()
+
+
+@pytest.mark.parametrize("kind", ["relp", "relp+tls", "syslog+tls"])
+def test_a_collector_killed_mid_stream_and_restarted_misses_nothing(kind, pki, tmp_path):
+    """Records written all along; the collector SIGKILLed twice, down 2 s each time, restarted on its
+    port: afterwards every record of the local log is in its file, duplicates only where delivery was
+    repeated, and the copy verifies."""
+    collector = Rsyslog(tmp_path / "collector", kind, pki).start()
+    audit = tmp_path / "audit"
+    forwarder = Forwarder(settings(collector, pki), audit)
+    writing = threading.Event()
+
+    def write() -> None:
+        log = DecisionLog(audit, replica="r1")
+        for n in range(1500):
+            log.record({"endpoint": "validate", "uid": f"u{n}", "decision": "allowed"})
+            if n % 50 == 0:
+                time.sleep(0.05)
+        writing.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    forwarder.run_forever(interval=0.05)
+    try:
+        for _ in range(2):
+            time.sleep(1.0)
+            collector.kill()
+            time.sleep(2.0)
+            collector.start()
+        writer.join()
+        wait_delivered(forwarder, audit)
+    finally:
+        forwarder.stop()
+        collector.kill()
+    held, duplicates = collected(collector)
+    local = local_records(audit)
+    missing = set(local) - set(held)
+    print(f"{kind}: local {len(local)}, collector {len(held)} (+{duplicates} duplicates), missing {len(missing)}, "
+          f"failures {forwarder.counters.failures}")
+    assert len(local) == 1500 and not missing and held == local
+    assert forwarder.counters.failures >= 2  # the outages were seen, not slept through
+    check = verify_forwarded(collector.out)
+    assert check.findings == [] and check.duplicates == duplicates
+
+
+def test_a_wrong_server_certificate_is_refused_and_delivery_resumes_with_the_right_one(pki, tmp_path):
+    wrong = Rsyslog(tmp_path / "wrong", "relp+tls", pki, server="wrong-server").start()
+    audit = tmp_path / "audit"
+    write_records(audit, 20)
+    forwarder = Forwarder(settings(wrong, pki), audit)
+    try:
+        with pytest.raises(ssl.SSLCertVerificationError):
+            forwarder.deliver()
+    finally:
+        wrong.kill()
+    assert forwarder.counters.failures == 1 and "certificate verify failed" in (forwarder.counters.last_error or "")
+    assert wrong.lines() == [] and not Cursor.load(audit, wrong.url).segments
+    right = Rsyslog(tmp_path / "wrong", "relp+tls", pki)  # the collector fixed, on the same port
+    right.port = wrong.port
+    right.start()
+    try:
+        assert forwarder.deliver() == 20
+    finally:
+        forwarder.close()
+        right.kill()
+    assert collected(right)[0] == local_records(audit)
+
+
+def test_mutual_tls_without_vgates_client_certificate_is_refused(pki, tmp_path):
+    collector = Rsyslog(tmp_path / "collector", "relp+tls", pki).start()
+    try:
+        with pytest.raises(OSError):
+            connect(settings(collector, pki, client=False), timeout=5).send([b"<110>1 - - vgate - test - hello"])
+        assert collector.lines() == []
+    finally:
+        collector.kill()
+
+
+def test_an_oversize_record_is_sent_as_a_placeholder_never_cut(tmp_path):
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    try:
+        audit = tmp_path / "audit"
+        log = DecisionLog(audit, replica="r1")  # one writer: one chain
+        for note in ("x", "x", "x", "y" * 20000, "x", "x", "x"):
+            log.record({"endpoint": "validate", "uid": "u", "decision": "allowed", "note": note})
+        forwarder = Forwarder(settings(collector, max_bytes=8192), audit)
+        forwarder.deliver()
+        forwarder.close()
+    finally:
+        collector.kill()
+    messages = [parse(raw) for raw in collector.lines()]
+    oversize = [m for m in messages if m is not None and m.msgid == "oversize"]
+    assert forwarder.counters.oversize == 1 and len(oversize) == 1 and len(messages) == 7
+    assert all(len(raw) <= 8192 for raw in collector.lines())
+    [segment] = audit.glob("decisions-*.jsonl")  # one writer (this process): the big record is line 4
+    big = segment.read_bytes().splitlines()[3]
+    assert oversize[0].params["sha256"] == hashlib.sha256(big).hexdigest()
+    assert verify_forwarded(collector.out).findings == []
+
+
+def test_verify_forwarded_names_a_deleted_line_a_changed_record_and_a_lost_tail(tmp_path):
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    try:
+        audit = tmp_path / "audit"
+        log = write_records(audit, 12)
+        forwarder = Forwarder(settings(collector), audit)
+        forwarder.deliver()
+        forwarder.close()
+    finally:
+        collector.kill()
+    lines = collector.lines()
+    segment = f"decisions-{log.writer}"
+    tampered = tmp_path / "tampered.log"
+    edited = lines[7].replace(b'"uid":"r1-7"', b'"uid":"r1-X"')
+    tampered.write_bytes(b"\n".join([*lines[:4], *lines[5:7], edited, *lines[8:], lines[2]]) + b"\n")
+    run = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(tampered)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{segment}" in run.stdout and "record 5 is missing from the collector's copy" in run.stdout
+    assert "record 9 does not link record 8: one of them was changed" in run.stdout
+    assert "1 duplicates ignored" in run.stdout and "3 problems" not in run.stdout, run.stdout
+    clean = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(collector.out)], capture_output=True,
+                           text=True, timeout=60)
+    assert clean.returncode == 0 and "12 records in 1 segments verified" in clean.stdout, clean.stdout
+
+
+class _HostilePeer:
+    """A TCP peer that answers garbage, closes after the first bytes, or never reads."""
+
+    def __init__(self, behaviour: str) -> None:
+        self.behaviour = behaviour
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            if self.behaviour == "garbage":
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 100)
+            elif self.behaviour == "close":
+                conn.recv(16)
+                conn.close()
+            else:  # never reads: its receive window fills, the sender blocks
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                threading.Event().wait(120)
+
+
+@pytest.mark.parametrize("behaviour", ["garbage", "close", "silent"])
+def test_a_hostile_collector_never_blocks_the_decision_log_or_the_forwarder(behaviour, tmp_path):
+    peer = _HostilePeer(behaviour)
+    audit = tmp_path / "audit"
+    write_records(audit, 200, note="z" * 2000)
+    url = f"relp://127.0.0.1:{peer.port}"
+    forwarder = Forwarder(ForwardSettings(url, None, None, None, 8192), audit,
+                          link_factory=lambda s: connect(s, timeout=2))
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        forwarder.deliver()
+    assert time.monotonic() - started < 10
+    log = DecisionLog(audit, replica="r2")  # the admission path meanwhile: unaffected
+    log.record({"endpoint": "validate", "uid": "during", "decision": "allowed"})
+    assert not Cursor.load(audit, url).segments and forwarder.counters.delivered == 0
+    peer.server.close()
+
+
+def test_vgate_serve_forwards_every_decision(start_server, tmp_path):
+    """The real server with audit.forward set: each AdmissionReview's decision reaches rsyslog."""
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    try:
+        server = start_server(config_text=f"audit:\n  forward:\n    url: {collector.url}\n", workers=2)
+        for n in range(10):
+            response = server.post("/validate", review(pod(f"p{n}")))
+            assert response.status_code == 200
+        deadline = time.monotonic() + 30
+        while len(collector.lines()) < 10 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        held, duplicates = collected(collector)
+        local = local_records(server.audit_dir)
+        assert held == local and len(local) >= 10 and duplicates == 0, server.output()
+        for raw in collector.lines():
+            message = parse(raw)
+            assert message is not None
+            record = orjson.loads(message.msg)
+            expected = f"validate-{record['decision']}" if "decision" in record else record["event"]
+            assert message.msgid == expected and message.host == "test-replica", raw[:300]
+        assert sum(b" validate-" in raw for raw in collector.lines()) == 10
+    finally:
+        collector.kill()
+    assert os.stat(server.audit_dir / ".forward").st_mode & 0o777 == 0o700

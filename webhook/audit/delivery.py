@@ -1,0 +1,95 @@
+"""What the audit system has of the decision log: the forwarder's durable cursor.
+
+The decision log is the forwarder's outbox: nothing is copied aside, and the cursor says, per
+segment, how many bytes and records the collector has acknowledged (RELP) or accepted and kept
+for a while (syslog over TLS: ``forward.transport``). It lives in the audit directory
+(``.forward/cursor.json``, written new and renamed, then the directory synced), so a restart, a
+new pod or another replica carries on where delivery stopped; it names the collector it counts
+for, and a different URL starts from the beginning of the log (at least once, never less).
+
+Retention never prunes a segment the cursor does not cover whole (``undelivered``): with
+forwarding on, a record leaves the volume only once the audit system has it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from .regular_files import read_regular
+
+FORWARD_DIR = ".forward"
+CURSOR = "cursor.json"
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """How much of one segment the collector has: its first ``offset`` bytes, ``records`` lines."""
+
+    offset: int = 0
+    records: int = 0
+
+
+class Cursor:
+    """The per-segment delivery positions for one collector URL."""
+
+    def __init__(self, audit_dir: Path, url: str, segments: dict[str, Delivered] | None = None) -> None:
+        self.audit_dir = audit_dir
+        self.url = url
+        self.segments = segments or {}
+
+    @property
+    def path(self) -> Path:
+        return self.audit_dir / FORWARD_DIR / CURSOR
+
+    @classmethod
+    def load(cls, audit_dir: Path, url: str) -> Cursor:
+        """The saved cursor for ``url``; an empty one if there is none, it is unreadable, or it counts
+        for another collector (delivery then starts again from the start: duplicates, never a gap)."""
+        try:
+            saved = orjson.loads(read_regular(audit_dir / FORWARD_DIR / CURSOR))
+        except (OSError, orjson.JSONDecodeError):
+            return cls(audit_dir, url)
+        if not isinstance(saved, dict) or saved.get("url") != url or not isinstance(saved.get("segments"), dict):
+            return cls(audit_dir, url)
+        segments = {name: Delivered(int(at.get("offset", 0)), int(at.get("records", 0)))
+                    for name, at in saved["segments"].items() if isinstance(at, dict)}
+        return cls(audit_dir, url, segments)
+
+    def get(self, segment: str) -> Delivered:
+        return self.segments.get(segment, Delivered())
+
+    def save(self, present: Iterable[str]) -> None:
+        """Write the cursor durably, keeping only the segments still ``present`` on the volume."""
+        keep = set(present)
+        self.segments = {name: at for name, at in self.segments.items() if name in keep}
+        directory = self.path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        data = orjson.dumps({"url": self.url, "segments": {name: {"offset": at.offset, "records": at.records}
+                                                            for name, at in sorted(self.segments.items())}})
+        fd, scratch = tempfile.mkstemp(prefix=".cursor-", dir=directory)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(scratch, self.path)
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def undelivered(audit_dir: Path, url: str, segment: Path) -> bool:
+    """Whether ``segment`` holds bytes the collector at ``url`` does not have yet."""
+    try:
+        size = os.lstat(segment).st_size
+    except FileNotFoundError:
+        return False
+    return Cursor.load(audit_dir, url).get(segment.name).offset < size

@@ -1,0 +1,131 @@
+"""Checking the audit system's copy alone: ``vgate audit verify --forwarded FILE``.
+
+The collector's file (one message a line, as rsyslog writes it with a ``%rawmsg%`` or RFC 5424
+template) is all an auditor there may have. Each message names its record's segment and line
+number, and its MSG is the record's line, whose sha256 the next record of the same writer links
+(``prev``). So from the copy alone: a line number missing between two present is a gap; a record
+that does not link the one before it was changed; a segment's first record that does not link the
+writer's previous segment's last record there means that segment lost its tail; and a copy of the
+same record sent twice (at-least-once delivery) is a duplicate, ignored once it is byte-identical
+and a finding when it is not. What no copy can show is the tail of a writer's newest segment: the
+report digests the writer forwards bound that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..audit.log import GENESIS, SEGMENT
+from ..audit.regular_files import open_regular
+from ..audit.verify import MAX_LINE_BYTES, Finding
+from .message import parse
+
+
+@dataclass(frozen=True)
+class _Copy:
+    line: int  # where in the collector's file
+    digest: str  # sha256 of the record's line
+    prev: str | None  # the digest it links (None: an oversize placeholder, whose record is not there)
+
+
+@dataclass
+class ForwardedCheck:
+    """What the collector's copy holds, and every problem found in it."""
+
+    records: int = 0
+    segments: int = 0
+    duplicates: int = 0
+    oversize: int = 0
+    other_lines: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
+def verify_forwarded(path: Path) -> ForwardedCheck:
+    check = ForwardedCheck()
+    copies: dict[str, dict[int, _Copy]] = {}
+    name = str(path)
+    with os.fdopen(open_regular(path), "rb") as handle:
+        for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            message = parse(raw.rstrip(b"\r\n"))
+            place = message.place if message else None
+            if message is None or place is None:
+                check.other_lines += 1
+                continue
+            copy = _copy_of(number, message.msgid, message.params, message.msg)
+            if copy is None:
+                check.findings.append(Finding(name, number, f"{place[0]} record {place[1]}: its message is not a "
+                                                            "decision record vgate sent (not JSON, or no prev)"))
+                continue
+            check.oversize += message.msgid == "oversize"
+            segment = copies.setdefault(place[0], {})
+            earlier = segment.get(place[1])
+            if earlier is None:
+                segment[place[1]] = copy
+            elif earlier.digest == copy.digest:
+                check.duplicates += 1
+            else:
+                check.findings.append(Finding(name, number, f"{place[0]} record {place[1]} differs from its copy at "
+                                                            f"line {earlier.line}: one of them was changed"))
+    check.segments = len(copies)
+    check.records = sum(len(records) for records in copies.values())
+    _check_chains(name, copies, check.findings)
+    return check
+
+
+def _copy_of(number: int, msgid: str, params: dict[str, str], msg: bytes) -> _Copy | None:
+    if msgid == "oversize":
+        digest = params.get("sha256", "")
+        return _Copy(number, digest, None) if len(digest) == 64 else None
+    try:
+        record = orjson.loads(msg)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("prev"), str):
+        return None
+    return _Copy(number, hashlib.sha256(msg).hexdigest(), record["prev"])
+
+
+def _check_chains(name: str, copies: dict[str, dict[int, _Copy]], findings: list[Finding]) -> None:
+    """Gaps and broken links within each segment, and each segment's link to its writer's previous one."""
+    by_writer: dict[str, list[tuple[str, str]]] = {}
+    for segment in copies:
+        match = SEGMENT.match(segment)
+        if match:
+            by_writer.setdefault(match["writer"], []).append((match["hour"], segment))
+    for writer_segments in by_writer.values():
+        previous_last: _Copy | None = None
+        previous_name: str | None = None
+        for _, segment in sorted(writer_segments):
+            records = copies[segment]
+            numbers = sorted(records)
+            for gap in _gaps(numbers):
+                findings.append(Finding(name, None, f"{segment}: {gap} missing from the collector's copy"))
+            for before, after in zip(numbers, numbers[1:], strict=False):
+                if after == before + 1 and records[after].prev not in (None, records[before].digest):
+                    findings.append(Finding(name, records[after].line, f"{segment} record {after} does not link "
+                                                                       f"record {before}: one of them was changed"))
+            first = records.get(1)
+            if first is not None and first.prev is not None:
+                linked = previous_last.digest if previous_last is not None else GENESIS
+                if previous_last is not None and first.prev != linked:
+                    findings.append(Finding(name, first.line, f"{segment} record 1 does not link the last record the "
+                                                              f"copy holds of {previous_name}: its tail is missing"))
+                elif previous_last is None and first.prev != GENESIS:
+                    findings.append(Finding(name, first.line, f"{segment} record 1 links a record the copy does not "
+                                                              "hold: the writer's earlier segments are missing"))
+            previous_last, previous_name = records[numbers[-1]], segment
+
+
+def _gaps(numbers: list[int]) -> list[str]:
+    """The missing line numbers between 1 and the last present, as ranges ("record 3 is", "records 5-9 are")."""
+    gaps, expected = [], 1
+    for number in numbers:
+        if number > expected:
+            gaps.append(f"record {expected} is" if number == expected + 1 else f"records {expected}-{number - 1} are")
+        expected = number + 1
+    return gaps
