@@ -180,9 +180,9 @@ def _verify_forwarded(path: Path) -> None:
         raise click.ClickException(f"{path}: cannot read the collector's copy: {error.strerror or error}") from None
     for finding in check.findings:
         click.echo(str(finding))
-    click.echo(f"{check.records} records in {check.segments} segments verified ({check.duplicates} duplicates "
-               f"ignored, {check.oversize} oversize placeholders, {check.other_lines} other lines), "
-               f"{len(check.findings)} problems")
+    click.echo(f"{check.records} records in {check.segments} segments and {check.anchor_lines} anchor lines verified "
+               f"({check.duplicates} duplicates ignored, {check.oversize} oversize placeholders, {check.other_lines} "
+               f"other lines), {len(check.findings)} problems")
     sys.exit(1 if check.findings else 0)
 
 

@@ -224,7 +224,8 @@ def test_verify_forwarded_names_a_deleted_line_a_changed_record_and_a_lost_tail(
     assert "1 duplicates ignored" in run.stdout and "3 problems" not in run.stdout, run.stdout
     clean = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(collector.out)], capture_output=True,
                            text=True, timeout=60)
-    assert clean.returncode == 0 and "12 records in 1 segments verified" in clean.stdout, clean.stdout
+    assert clean.returncode == 0, clean.stdout
+    assert "12 records in 1 segments and 0 anchor lines verified" in clean.stdout, clean.stdout
 
 
 class _HostilePeer:
@@ -295,3 +296,53 @@ def test_vgate_serve_forwards_every_decision(start_server, tmp_path):
     finally:
         collector.kill()
     assert os.stat(server.audit_dir / ".forward").st_mode & 0o777 == 0o700
+
+
+def test_the_anchor_reaches_the_collector_and_bounds_a_lost_tail(tmp_path):
+    """The report writer forwards its anchor lines: from the collector's copy alone, the last record
+    of a writer's newest segment going missing (which no hash chain can show) is named against the
+    hour's report; without the anchor lines the same copy looks complete."""
+    from datetime import datetime, timezone
+
+    from webhook.core.config import Config
+    from webhook.files.config_file import load_config
+    from webhook.reports.schedule import FIRST_HOUR, ReportScheduler
+
+    from helpers import POLICIES, anchor_beside
+
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    root = tmp_path / "volume"
+    hour = datetime(2026, 12, 2, 10, tzinfo=timezone.utc)
+    log = DecisionLog(root / "audit", replica="r1", clock=lambda: hour.replace(minute=30))
+    for n in range(6):
+        log.record({"endpoint": "validate", "uid": f"u{n}", "decision": "allowed"})
+    (root / "reports").mkdir(parents=True)
+    (root / "reports" / FIRST_HOUR).write_text("2026-12-02T10\n")
+    document = load_config().document
+    forward = {**document["audit"]["forward"], "url": collector.url}
+    document = {**document, "audit": {**document["audit"], "dir": str(root / "audit"), "forward": forward},
+                "reports": {**document["reports"], "dir": str(root / "reports"), "key": str(root / "keys" / "r.key"),
+                            "anchorFile": str(anchor_beside(root))}}
+    try:
+        forwarder = Forwarder(Config("t", document).audit.forward, root / "audit")
+        forwarder.deliver()
+        forwarder.close()
+        scheduler = ReportScheduler(lambda: Config("t", document), lambda: POLICIES)
+        scheduler.tick(datetime(2026, 12, 2, 11, 5, tzinfo=timezone.utc))
+        assert scheduler.refused == []
+    finally:
+        collector.kill()
+    anchored = [raw for raw in collector.lines() if b" anchor [" in raw]
+    assert len(anchored) == len(anchor_beside(root).read_bytes().splitlines()) >= 1
+    check = verify_forwarded(collector.out)
+    assert check.findings == [] and check.anchor_lines == len(anchored) and check.records == 6
+    lines = collector.lines()
+    tail = next(i for i, raw in enumerate(lines) if b'seq="6"' in raw)
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(b"\n".join(lines[:tail] + lines[tail + 1:]) + b"\n")
+    assert [f.problem for f in verify_forwarded(cut).findings] == [
+        "the report of 2026-12-02T10 (version 1) signed 6 lines of the decision log; the collector's copy holds 5 of "
+        "them"]
+    without = tmp_path / "without-anchor.log"
+    without.write_bytes(b"\n".join(raw for raw in lines[:tail] + lines[tail + 1:] if b" anchor [" not in raw) + b"\n")
+    assert verify_forwarded(without).findings == []  # what the anchor lines add

@@ -17,7 +17,7 @@ MAY_IMPORT = {
     "policy": {"core"},
     "audit": {"core"},
     "cluster": {"core"},
-    "reports": {"core", "policy", "audit", "cluster"},
+    "reports": {"core", "policy", "audit", "cluster", "forward"},
     "forward": {"core", "audit"},
     "server": {"core", "files", "policy", "audit", "reports", "cluster", "forward"},
     "offline": {"core", "files", "policy", "cluster"},

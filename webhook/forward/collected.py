@@ -17,12 +17,14 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ..audit.log import GENESIS, SEGMENT
 from ..audit.regular_files import open_regular
 from ..audit.verify import MAX_LINE_BYTES, Finding
+from ..core import hours
 from .message import parse
 
 
@@ -31,6 +33,7 @@ class _Copy:
     line: int  # where in the collector's file
     digest: str  # sha256 of the record's line
     prev: str | None  # the digest it links (None: an oversize placeholder, whose record is not there)
+    text: bytes | None = None  # an anchor line's bytes (what the report writer signed)
 
 
 @dataclass
@@ -42,17 +45,23 @@ class ForwardedCheck:
     duplicates: int = 0
     oversize: int = 0
     other_lines: int = 0
+    anchor_lines: int = 0
     findings: list[Finding] = field(default_factory=list)
 
 
 def verify_forwarded(path: Path) -> ForwardedCheck:
     check = ForwardedCheck()
     copies: dict[str, dict[int, _Copy]] = {}
+    anchor: dict[int, _Copy] = {}
     name = str(path)
     with os.fdopen(open_regular(path), "rb") as handle:
         for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
             message = parse(raw.rstrip(b"\r\n"))
             place = message.place if message else None
+            if message is not None and message.msgid == "anchor" and message.params.get("anchor", "").isdigit():
+                _keep(anchor, int(message.params["anchor"]), _Copy(number, hashlib.sha256(message.msg).hexdigest(),
+                                                                    None), message.msg, check, name, "anchor line")
+                continue
             if message is None or place is None:
                 check.other_lines += 1
                 continue
@@ -62,19 +71,26 @@ def verify_forwarded(path: Path) -> ForwardedCheck:
                                                             "decision record vgate sent (not JSON, or no prev)"))
                 continue
             check.oversize += message.msgid == "oversize"
-            segment = copies.setdefault(place[0], {})
-            earlier = segment.get(place[1])
-            if earlier is None:
-                segment[place[1]] = copy
-            elif earlier.digest == copy.digest:
-                check.duplicates += 1
-            else:
-                check.findings.append(Finding(name, number, f"{place[0]} record {place[1]} differs from its copy at "
-                                                            f"line {earlier.line}: one of them was changed"))
+            _keep(copies.setdefault(place[0], {}), place[1], copy, None, check, name, f"{place[0]} record")
     check.segments = len(copies)
     check.records = sum(len(records) for records in copies.values())
+    check.anchor_lines = len(anchor)
     _check_chains(name, copies, check.findings)
+    _check_anchor(name, anchor, copies, check.findings)
     return check
+
+
+def _keep(held: dict[int, _Copy], number: int, copy: _Copy, line: bytes | None, check: ForwardedCheck, name: str,
+          what: str) -> None:
+    """Keep the first copy of ``number``; count a byte-identical one again as a duplicate, name a different one."""
+    earlier = held.get(number)
+    if earlier is None:
+        held[number] = copy if line is None else _Copy(copy.line, copy.digest, None, line)
+    elif earlier.digest == copy.digest:
+        check.duplicates += 1
+    else:
+        check.findings.append(Finding(name, copy.line, f"{what} {number} differs from its copy at line "
+                                                       f"{earlier.line}: one of them was changed"))
 
 
 def _copy_of(number: int, msgid: str, params: dict[str, str], msg: bytes) -> _Copy | None:
@@ -129,3 +145,47 @@ def _gaps(numbers: list[int]) -> list[str]:
             gaps.append(f"record {expected} is" if number == expected + 1 else f"records {expected}-{number - 1} are")
         expected = number + 1
     return gaps
+
+
+def _check_anchor(name: str, anchor: dict[int, _Copy], copies: dict[str, dict[int, _Copy]],
+                  findings: list[Finding]) -> None:
+    """The forwarded anchor: its lines in turn and linked, and each hour's report against the copy:
+    the log lines a report signed that the collector does not hold are named (a lost tail included)."""
+    if not anchor:
+        return
+    numbers = sorted(anchor)
+    for gap in _gaps(numbers):
+        findings.append(Finding(name, None, f"the report writer's anchor: {gap.replace('record', 'line')} "
+                                            "missing from the collector's copy"))
+    previous = GENESIS  # the anchor's first line links 64 zeros, as a new writer's first record does
+    signed: dict[str, dict[str, Any]] = {}
+    for number in numbers:
+        copy = anchor[number]
+        entry = orjson.loads(copy.text or b"null")
+        if not isinstance(entry, dict):
+            findings.append(Finding(name, copy.line, f"anchor line {number} is not a JSON object"))
+            continue
+        if number - 1 in anchor or number == 1:
+            if entry.get("prev") != previous:
+                findings.append(Finding(name, copy.line, f"anchor line {number} does not link line {number - 1}: "
+                                                         "one of them was changed"))
+        previous = copy.digest
+        if entry.get("kind") == "hour" and isinstance(entry.get("hour"), str):
+            signed[entry["hour"]] = entry  # the latest version of each hour
+    for label, entry in sorted(signed.items()):
+        try:
+            tag = hours.tag(hours.from_label(label))
+        except ValueError:
+            findings.append(Finding(name, anchor_line(entry, anchor), f"anchor line names no hour: {label[:40]}"))
+            continue
+        held = sum(len(copies.get(f"decisions-{writer}-{tag}.jsonl", {})) for writer in entry.get("writers", []))
+        lines = int(entry.get("lines", 0) or 0)
+        if held < lines:
+            findings.append(Finding(name, anchor_line(entry, anchor), f"the report of {label} (version "
+                                    f"{entry.get('version', 1)}) signed {lines} lines of the decision log; the "
+                                    f"collector's copy holds {held} of them"))
+
+
+def anchor_line(entry: dict[str, Any], anchor: dict[int, _Copy]) -> int | None:
+    copy = anchor.get(int(entry.get("seq", 0) or 0))
+    return copy.line if copy else None

@@ -95,6 +95,17 @@ def record_message(line: bytes, segment: str, seq: int, writer_pid: str, max_byt
                     "oversize", placeholder, note), True
 
 
+def anchor_message(line: bytes, seq: int, host: str) -> bytes:
+    """The message of the report writer's anchor line number ``seq`` (what it signed, forwarded so the
+    audit system holds its own copy of the anchor)."""
+    try:
+        at = orjson.loads(line).get("at")
+    except (orjson.JSONDecodeError, AttributeError):
+        at = None
+    return _message(FACILITY_LOG_AUDIT * 8 + 5, at if isinstance(at, str) else None, host, None, "anchor",
+                    {"anchor": str(seq)}, line)
+
+
 def parse(raw: bytes) -> Forwarded | None:
     """A stored RFC 5424 message (as rsyslog's ``%rawmsg%`` or RFC 5424 templates write it), or None
     when the line is not one vgate sent."""

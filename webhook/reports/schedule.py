@@ -27,6 +27,7 @@ from ..audit.regular_files import open_regular
 from ..core import hours
 from ..core.config import Config, PolicyReportSettings
 from ..core.errors import NotReportable
+from ..forward.anchor_copy import forward_anchor
 from .anchor import Anchor, anchor_of
 from .build import build_report
 from .closed_hours import last_closed_hour
@@ -69,9 +70,11 @@ def write_hour(config: Config, policy_dir: str | Path, hour: datetime, now: date
                                 "try again when it is done", usage=False)
         anchor = anchor_of(config)
         _complete(reports_dir, anchor, Path(settings.key), lock)
-        return build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
-                            reissue_reason=reissue_reason, language=settings.language, anchor=anchor,
-                            snapshot=snapshot_for(hour, now, snapshot), lock=lock)
+        out = build_report(hour, config.audit.dir, reports_dir, policy_dir, settings.key, now=now,
+                           reissue_reason=reissue_reason, language=settings.language, anchor=anchor,
+                           snapshot=snapshot_for(hour, now, snapshot), lock=lock)
+        _forward_anchor(config, anchor)  # a failure is logged; the next run sends what is missing
+        return out
 
 
 class ReportScheduler:
@@ -117,6 +120,9 @@ class ReportScheduler:
                 _apply_to_cluster(settings.policy_reports, max(hourly))
             written += self._days(reports_dir, key, now, anchor, lock)
             prune(audit_dir, reports_dir, settings.retention_days, key, now, anchor, config.audit.forward.url)
+            problem = _forward_anchor(config, anchor)
+            if problem:
+                self.refused.append(problem)
         return written
 
     def _days(self, reports_dir: Path, key: Path, now: datetime, anchor: Anchor | None,
@@ -165,6 +171,22 @@ def _apply_to_cluster(settings: PolicyReportSettings, hour_dir: Path) -> None:
                 log.info("%s", line)
     except Exception as error:  # noqa: BLE001 - an API server away or a CRD missing must not stop the writer
         log.error("could not put the policy reports of %s into the cluster: %s", hour_dir, error)
+
+
+def _forward_anchor(config: Config, anchor: Anchor | None) -> str | None:
+    """Send the audit system the anchor lines it does not have yet (``audit.forward``); why not, if not."""
+    if anchor is None or not config.audit.forward.url:
+        return None
+    try:
+        sent = forward_anchor(config.audit.forward, anchor.path)
+    except OSError as error:
+        problem = (f"the anchor's new lines did not reach the audit system ({config.audit.forward.url}): "
+                   f"{error.strerror or error}; the next run sends them")
+        log.error("%s", problem)
+        return problem
+    if sent:
+        log.info("sent %d anchor lines to the audit system", sent)
+    return None
 
 
 def _complete(reports_dir: Path, anchor: Anchor | None, key: Path, lock: WriterLock) -> list[Path]:

@@ -269,6 +269,25 @@ def test_a_segment_cut_short_before_its_prune_is_kept(history):
     assert segment.exists() and not anchor.pruned()
 
 
+def test_a_segment_the_audit_system_does_not_have_whole_is_kept_past_retention(history):
+    """With audit.forward on, retention prunes a segment only once the forwarder's cursor covers it."""
+    from webhook.audit.delivery import Cursor, Delivered
+
+    url = "relp://collector.example:2514"
+    audit = history / "audit"
+    segment = audit / "decisions-replica-a-0-20261202T10.jsonl"
+    size = segment.stat().st_size
+    key, anchor = history / "keys" / "r.key", Anchor(anchor_beside(history))
+    assert prune(audit, history / "reports", 184, key, RETAINED_UNTIL, anchor, url) == []  # nothing delivered
+    Cursor(audit, url, {segment.name: Delivered(size - 1, 4)}).save([segment.name])
+    assert prune(audit, history / "reports", 184, key, RETAINED_UNTIL, anchor, url) == []  # not whole
+    Cursor(audit, "relp://another:2514", {segment.name: Delivered(size, 5)}).save([segment.name])
+    assert prune(audit, history / "reports", 184, key, RETAINED_UNTIL, anchor, url) == []  # another collector's
+    assert segment.exists() and not anchor.pruned()
+    Cursor(audit, url, {segment.name: Delivered(size, 5)}).save([segment.name])
+    assert prune(audit, history / "reports", 184, key, RETAINED_UNTIL, anchor, url) == [segment]
+
+
 def test_a_torn_line_in_a_reported_hour_can_be_sealed(history, tmp_path):
     segment = history / "audit" / "decisions-replica-a-1-20261202T11.jsonl"
     with open(segment, "ab") as handle:

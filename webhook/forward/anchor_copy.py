@@ -1,0 +1,72 @@
+"""The report writer's anchor, forwarded: the audit system's own copy of what was signed.
+
+The anchor records every report the writer signs (its digest, the records and log lines it
+signed, the writers). Kept only on the writer's volume, it is out of the insider's reach but also
+out of the auditor's; forwarded line by line to the collector, it lets ``vgate audit verify
+--forwarded`` compare, from the collector's file alone, what each hour's report signed with the
+records the collector holds: the tail of a writer's newest segment, which no hash chain can show
+missing, is then bounded by the hour's report. The writer sends the lines the collector does not
+have after each run; its cursor (``<anchor>.forwarded``, the number of lines the collector has, per
+URL) sits beside the anchor, on the writer's own volume.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from ..audit.regular_files import DOCUMENT, read_regular
+from ..core.config import ForwardSettings
+from .message import anchor_message
+from .transport import CollectorError, Link, connect
+
+
+def cursor_path(anchor: Path) -> Path:
+    return anchor.with_name(anchor.name + ".forwarded")
+
+
+def _delivered(anchor: Path, url: str) -> int:
+    try:
+        saved = orjson.loads(read_regular(cursor_path(anchor)))
+    except (OSError, orjson.JSONDecodeError):
+        return 0
+    return int(saved.get("lines", 0)) if isinstance(saved, dict) and saved.get("url") == url else 0
+
+
+def forward_anchor(settings: ForwardSettings, anchor: Path,
+                   link_factory: Callable[[ForwardSettings], Link] = connect) -> int:
+    """Send the anchor lines the collector does not have; return how many. OSError if it cannot
+    (the next run sends them: the cursor moves only once the collector has them)."""
+    try:
+        lines = read_regular(anchor, DOCUMENT).splitlines()
+    except FileNotFoundError:
+        return 0
+    start = _delivered(anchor, settings.url)
+    if start >= len(lines):
+        return 0
+    host = os.environ.get("VGATE_REPLICA") or socket.gethostname()
+    link = link_factory(settings)
+    try:
+        link.send([anchor_message(line, number, host) for number, line in enumerate(lines[start:], start + 1)])
+        if link.settle_seconds:
+            time.sleep(link.settle_seconds)
+            if not link.alive():
+                raise CollectorError(errno.ECONNRESET, "the collector closed the connection before the anchor "
+                                                       "lines settled")
+    finally:
+        link.close()
+    fd, scratch = tempfile.mkstemp(prefix=".forwarded-", dir=anchor.parent)
+    try:
+        os.write(fd, orjson.dumps({"url": settings.url, "lines": len(lines)}))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(scratch, cursor_path(anchor))
+    return len(lines) - start
