@@ -31,6 +31,7 @@ def render(values: dict[str, Any]) -> list[dict[str, Any]]:
     return render_chart(trusted(values))
 
 EXPIRY = "vgate_tls_certificate_expiry_timestamp_seconds"
+OLDEST = "vgate_forward_oldest_undelivered_timestamp_seconds"  # 0 while the audit system has every record
 
 
 def chart_rules() -> list[dict[str, Any]]:
@@ -53,7 +54,8 @@ def scrape(port: int) -> dict[str, float]:
         for sample in family.samples:
             if sample.name.startswith("vgate_") and not sample.name.endswith("_created"):
                 labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-                value = sample.value - time.time() if sample.name == EXPIRY else sample.value
+                stamp = sample.name == EXPIRY or (sample.name == OLDEST and sample.value)
+                value = sample.value - time.time() if stamp else sample.value
                 samples[f"{sample.name}{{{labels}}}"] = value
     return samples
 
@@ -131,6 +133,53 @@ def test_a_full_decision_log_disk_fires_the_unrecorded_and_error_alerts_and_coun
     firing(tmp_path, scrapes, 20, {"VgateWebhookErrors", "VgateDeniedUnrecorded"})
     (tmp_path / "early").mkdir()
     firing(tmp_path / "early", scrapes, 3, set())  # not before the rules' "for" has passed
+
+
+def test_a_collector_down_fires_forwarding_behind_and_a_live_one_none(start_server, tmp_path):
+    """audit.forward to a port nobody listens on: the backlog grows, the oldest undelivered record
+    ages, and VgateForwardingBehind fires once it is older than 900 s for 5 minutes; the admissions
+    meanwhile are answered as usual. To a live rsyslog: the backlog empties and nothing fires."""
+    from collectors import Rsyslog
+
+    down = free_port()
+    port = free_port()
+    server = start_server(workers=2, config_text=f"audit:\n  forward:\n    url: relp://127.0.0.1:{down}\n",
+                          extra_args=("--metrics-bind", f"127.0.0.1:{port}"))
+    scrapes = traffic(server, port)
+    deadline = time.monotonic() + 10  # the backlog is measured each second while the collector is away
+    while scrape(port).get("vgate_forward_backlog_records{}", 0) < 40 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    scrapes.append(scrape(port))
+    last = scrapes[-1]
+    assert last["vgate_forward_backlog_records{}"] >= 40 and last[f"{OLDEST}{{}}"] < 0, last  # 40 decisions waiting
+    assert last["vgate_forward_failures_total{}"] >= 1, last
+    deadline = time.monotonic() + 10  # each worker's /readyz body is refreshed every 2 s
+    while "url" not in requests.get(f"http://127.0.0.1:{port}/readyz", timeout=5).json().get("forwarding", {}):
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    readiness = requests.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
+    assert readiness.status_code == 200, readiness.text  # the admission path does not wait for the audit system
+    forwarding = readiness.json()["forwarding"]
+    assert forwarding["url"] == f"relp://127.0.0.1:{down}" and "Connection refused" in forwarding["lastError"]
+    firing(tmp_path, scrapes, 25, {"VgateForwardingBehind"})
+    (tmp_path / "early").mkdir()
+    firing(tmp_path / "early", scrapes, 10, set())
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    try:
+        live = free_port()
+        server = start_server(workers=2, config_text=f"audit:\n  forward:\n    url: {collector.url}\n",
+                              extra_args=("--metrics-bind", f"127.0.0.1:{live}"))
+        scrapes = traffic(server, live)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (scrape(live).get("vgate_forward_backlog_records{}") != 0.0 or scrape(
+                live).get('vgate_forward_records_total{result="delivered"}', 0) < 40):
+            time.sleep(0.3)
+        scrapes.append(scrape(live))
+    finally:
+        collector.kill()
+    assert scrapes[-1][f"{OLDEST}{{}}"] == 0 and scrapes[-1]['vgate_forward_records_total{result="delivered"}'] >= 40
+    (tmp_path / "live").mkdir()
+    firing(tmp_path / "live", scrapes, 90, set())
 
 
 def settled(port: int, value: float) -> None:

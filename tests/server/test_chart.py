@@ -38,6 +38,8 @@ VALUE_SETS = {
                    "grafanaDashboard": {"enabled": True}},
     "network-policy": {"networkPolicy": {"enabled": True, "controlPlaneCIDRs": ["10.0.0.0/24"]}},
     "policy-reports": {"reportWriter": {"applyPolicyReports": True}},
+    "forwarding": {"audit": {"forward": {"url": "relp+tls://collector.example:2514", "caSecret": "collector-ca",
+                                         "clientSecret": "vgate-forward-client"}}},
     "scheduled": {"nodeSelector": {"node-role.kubernetes.io/platform": ""},
                   "tolerations": [{"key": "platform", "operator": "Exists", "effect": "NoSchedule"}],
                   "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -147,6 +149,28 @@ def test_mutual_tls_mounts_the_client_ca_and_names_it_in_the_config(tmp_path):
     assert pod["containers"][0]["readinessProbe"]["httpGet"]["port"] == "metrics"  # no client certificate needed
 
 
+def test_forwarding_mounts_the_collectors_ca_and_the_client_pair_in_both_pods_that_forward(tmp_path):
+    """The gateway forwards the decision log, the report writer its anchor: both get the config's
+    audit.forward and the TLS material it names; the background audit, which forwards nothing, neither."""
+    rendered = check.by_name(render(VALUE_SETS["forwarding"]))
+    forward = check.config_of(rendered, tmp_path).audit.forward
+    assert (forward.url, forward.ca_file, forward.cert_file, forward.key_file) == (
+        "relp+tls://collector.example:2514", "/etc/vgate/forward-ca/ca.crt", "/etc/vgate/forward-client/tls.crt",
+        "/etc/vgate/forward-client/tls.key")
+    gateway = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
+    writer = rendered["CronJob/vgate-report-writer"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    for pod in (gateway, writer):
+        volumes = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+        assert volumes["forward-ca"] == "collector-ca" and volumes["forward-client"] == "vgate-forward-client"
+        mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+        assert mounts["forward-ca"]["readOnly"] and mounts["forward-client"]["mountPath"] == "/etc/vgate/forward-client"
+    auditor = rendered["Deployment/vgate-audit"]["spec"]["template"]["spec"]
+    assert not [v for v in auditor["volumes"] if v["name"].startswith("forward")]
+    (tmp_path / "off").mkdir()
+    off = check.config_of(check.by_name(render()), tmp_path / "off").audit.forward
+    assert off.url == "" and off.ca_file is None  # the default: no forwarding, nothing mounted
+
+
 def test_policies_reach_the_pods_from_a_config_map_where_hot_reload_sees_them():
     rendered = check.by_name(render())
     data = rendered["ConfigMap/vgate-policies"]["data"]
@@ -164,7 +188,8 @@ def test_monitoring_objects_alert_on_what_the_issue_names():
     assert rendered["ServiceMonitor/vgate"]["spec"]["endpoints"][0]["path"] == "/metrics"
     alerts = {rule["alert"] for group in rendered["PrometheusRule/vgate"]["spec"]["groups"] for rule in group["rules"]}
     assert alerts == {"VgateWebhookErrors", "VgateDeniedUnrecorded", "VgateReloadFailing", "VgateReportMissing",
-                      "VgateCertificateExpiring", "VgateSlowAnswers", "VgateSensitiveWorkloadDrift"}
+                      "VgateCertificateExpiring", "VgateSlowAnswers", "VgateSensitiveWorkloadDrift",
+                      "VgateForwardingBehind"}
 
 
 def test_deploy_is_the_charts_plain_rendering():

@@ -16,15 +16,19 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+
+import orjson
 
 from ..audit.delivery import FORWARD_DIR, Cursor, Delivered
 from ..audit.log import SEGMENT
-from ..audit.regular_files import NotRegular, open_regular
+from ..audit.regular_files import NotRegular, open_regular, read_regular
 from ..core.config import ForwardSettings
 from .message import record_message
 from .transport import Link, connect
@@ -33,7 +37,11 @@ log = logging.getLogger("vgate")
 BATCH_RECORDS = 256
 BATCH_BYTES = 1 << 20
 MAX_LINE_BYTES = 8 << 20
-RETRY_SECONDS = (1.0, 30.0)  # the first wait after a failure, and the longest
+RETRY_SECONDS = (1.0, 30.0)
+_TIME = re.compile(rb'^\{"time":"([^"]+)"')  # the first wait after a failure, and the longest
+
+
+STATUS = "status.json"  # in .forward/: what the delivering process last saw, for every worker's /readyz
 
 
 @dataclass
@@ -44,8 +52,9 @@ class Counters:
     oversize: int = 0
     failures: int = 0
     last_error: str | None = None
+    backlog_records: int = 0
     backlog_bytes: int = 0
-    oldest_undelivered: float | None = None  # mtime of the oldest segment with undelivered bytes
+    oldest_undelivered: float = 0.0  # the time of the oldest record the collector does not have (0: none)
 
 
 @dataclass
@@ -59,10 +68,13 @@ class _Batch:
 
 class Forwarder:
     def __init__(self, settings: ForwardSettings, audit_dir: str | Path,
-                 link_factory: Callable[[ForwardSettings], Link] = connect) -> None:
+                 link_factory: Callable[[ForwardSettings], Link] = connect,
+                 observe: Callable[[Counters], None] | None = None) -> None:
         self.settings = settings
         self.audit_dir = Path(audit_dir)
         self._connect = link_factory
+        self._observe = observe  # the server's metrics, after every pass
+        self._lines: dict[str, tuple[int, int]] = {}  # per segment: bytes counted so far, and their lines
         self._link: Link | None = None
         self._cursor = Cursor.load(self.audit_dir, settings.url)
         self._position: dict[str, Delivered] = dict(self._cursor.segments)
@@ -78,6 +90,9 @@ class Forwarder:
         except OSError as error:
             self._drop(error)
             raise
+        finally:
+            self._measure(self._segments())
+            self._publish()
 
     def _deliver(self) -> int:
         if self._link is None:
@@ -90,7 +105,6 @@ class Forwarder:
                 lines, end = batch
                 sent += self._send(path, lines, end)
         self._settle()
-        self._measure(present)
         return sent
 
     def _segments(self) -> list[Path]:
@@ -170,19 +184,60 @@ class Forwarder:
         self._position = dict(self._cursor.segments)
 
     def _measure(self, present: list[Path]) -> None:
-        """The backlog: what the saved cursor does not cover yet, and since when."""
-        size = 0
-        oldest: float | None = None
+        """The backlog: records and bytes the saved cursor does not cover, and the oldest one's time.
+        Lines are counted once each (per segment, only the bytes added since the last pass)."""
+        records = size = 0
+        oldest = 0.0
         for path in present:
             try:
-                stat = os.lstat(path)
-            except FileNotFoundError:
+                fd = open_regular(path)
+            except (NotRegular, FileNotFoundError):
                 continue
-            behind = stat.st_size - self._cursor.get(path.name).offset
-            if behind > 0:
-                size += behind
-                oldest = stat.st_mtime if oldest is None else min(oldest, stat.st_mtime)
-        self.counters.backlog_bytes, self.counters.oldest_undelivered = size, oldest
+            try:
+                length = os.fstat(fd).st_size
+                counted, lines = self._lines.get(path.name, (0, 0))
+                while counted < length:
+                    chunk = os.pread(fd, BATCH_BYTES, counted)
+                    if not chunk:
+                        break
+                    counted, lines = counted + len(chunk), lines + chunk.count(b"\n")
+                self._lines[path.name] = (counted, lines)
+                at = self._cursor.get(path.name)
+                if at.offset < length:
+                    size += length - at.offset
+                    records += max(lines - at.records, 0)
+                    if not oldest:
+                        oldest = _time_of(os.pread(fd, 256, at.offset))
+            finally:
+                os.close(fd)
+        self._lines = {name: count for name, count in self._lines.items() if name in {p.name for p in present}}
+        self.counters.backlog_records, self.counters.backlog_bytes = records, size
+        self.counters.oldest_undelivered = oldest
+
+    def _publish(self) -> None:
+        """The counters to the server's metrics, and to .forward/status.json for every worker's /readyz."""
+        if self._observe is not None:
+            self._observe(self.counters)
+        counters = self.counters
+        status = {"url": self.settings.url, "pid": os.getpid(), "at": time.time(),
+                  "backlogRecords": counters.backlog_records, "backlogBytes": counters.backlog_bytes,
+                  "oldestUndelivered": counters.oldest_undelivered or None, "delivered": counters.delivered,
+                  "oversize": counters.oversize, "failures": counters.failures, "lastError": counters.last_error}
+        try:
+            directory = self.audit_dir / FORWARD_DIR
+            directory.mkdir(mode=0o700, exist_ok=True)
+            scratch = directory / f".{STATUS}.{os.getpid()}"
+            scratch.write_bytes(orjson.dumps(status))
+            os.replace(scratch, directory / STATUS)
+        except OSError as error:  # the volume is full or gone: the decision log says so, louder
+            log.debug("cannot write the forwarding status: %s", error)
+
+    def _wait_measuring(self, seconds: float) -> None:
+        """Wait before the next try, the backlog still measured each second (the metrics show it growing)."""
+        until = time.monotonic() + seconds
+        while not self._stopped.wait(min(1.0, max(until - time.monotonic(), 0))) and time.monotonic() < until:
+            self._measure(self._segments())
+            self._publish()
 
     def stop(self) -> None:
         """End ``run_forever``'s loop after its current pass (tests; a server just exits)."""
@@ -212,7 +267,7 @@ class Forwarder:
                 except OSError as error:
                     log.error("forwarding to %s failed: %s; retrying in %.0f s", self.settings.url,
                               error.strerror or error, wait)
-                    self._stopped.wait(wait)
+                    self._wait_measuring(wait)
                     wait = min(wait * 2, RETRY_SECONDS[1])
             self.close()
             if lock_fd is not None:
@@ -237,3 +292,27 @@ def _try_lock(audit_dir: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def read_status(audit_dir: str | Path) -> dict[str, object]:
+    """What the delivering process last wrote of its work (for /readyz), with how old that is; a
+    note when no process has written one yet."""
+    try:
+        status = orjson.loads(read_regular(Path(audit_dir) / FORWARD_DIR / STATUS))
+    except (OSError, orjson.JSONDecodeError):
+        return {"error": "no process has reported delivering yet"}
+    if not isinstance(status, dict):
+        return {"error": "the forwarding status is not an object"}
+    at = status.get("at")
+    return {**status, "ageSeconds": round(time.time() - at, 1) if isinstance(at, (int, float)) else None}
+
+
+def _time_of(head: bytes) -> float:
+    """The Unix time of the record that starts ``head`` (its ``time`` field), or now if it has none."""
+    match = _TIME.search(head)
+    if match:
+        try:
+            return datetime.fromisoformat(match[1].decode()).timestamp()
+        except ValueError:
+            pass
+    return time.time()

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..core.errors import RequestError
+from ..forward.forwarder import read_status
 from .metrics import Metrics
 from .reload import LiveGateway
 
@@ -120,8 +121,11 @@ def readiness(live: LiveGateway) -> tuple[int, dict[str, Any]]:
                    for name, kind in sorted(cluster.items()) if not kind["synced"]]
         return 503, {"error": f"the cluster state has not been listed yet (cluster.watch): {'; '.join(waiting)}",
                      "status": 503}
+    audit = gateway.config.audit
     return 200, {"status": "ready", "policyRevision": gateway.revision, "policyEngine": gateway.engine.name,
                  "config": gateway.config.source,
                  "lastReload": {"at": status.at, "ok": status.ok, "error": status.error},
-                 **({"cluster": cluster} if cluster is not None else {})}
+                 **({"cluster": cluster} if cluster is not None else {}),
+                 # detail only: admissions never wait for the audit system, so neither does readiness
+                 **({"forwarding": read_status(audit.dir)} if audit.forward.url else {})}
 

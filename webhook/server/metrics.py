@@ -84,6 +84,39 @@ class Metrics:
             "When the serving certificate the workers present expires (Unix time); renewals are picked up live.",
             multiprocess_mode="livemin", registry=self.registry)
 
+        # audit.forward: set by the one process that delivers (the others' stay 0; livemax takes its)
+        self.forward_records = Counter(
+            "vgate_forward_records_total",
+            "Decision records sent to the audit system, by result: delivered (acknowledged, or accepted and kept "
+            "open for the settle time), oversize (sent as a placeholder with their sha256).", ["result"],
+            registry=self.registry)
+        self.forward_failures = Counter(
+            "vgate_forward_failures_total", "Connections to the audit system that failed or broke (each is retried "
+            "from the saved cursor).", registry=self.registry)
+        self.forward_backlog_records = Gauge(
+            "vgate_forward_backlog_records", "Records in the decision log the audit system does not have yet.",
+            multiprocess_mode="livemax", registry=self.registry)
+        self.forward_backlog_bytes = Gauge(
+            "vgate_forward_backlog_bytes", "Bytes of the decision log the audit system does not have yet.",
+            multiprocess_mode="livemax", registry=self.registry)
+        self.forward_oldest = Gauge(
+            "vgate_forward_oldest_undelivered_timestamp_seconds",
+            "When the oldest record the audit system does not have was decided (Unix time; 0: it has them all).",
+            multiprocess_mode="livemax", registry=self.registry)
+        self._forwarded = (0, 0, 0)  # delivered, oversize, failures already counted
+
+    def observe_forwarding(self, delivered: int, oversize: int, failures: int, backlog_records: int,
+                           backlog_bytes: int, oldest: float) -> None:
+        """The forwarder's running totals and backlog (``forward.forwarder.Counters``) as metrics."""
+        done, big, failed = self._forwarded
+        self.forward_records.labels("delivered").inc(max(delivered - done, 0))
+        self.forward_records.labels("oversize").inc(max(oversize - big, 0))
+        self.forward_failures.inc(max(failures - failed, 0))
+        self._forwarded = (max(delivered, done), max(oversize, big), max(failures, failed))
+        self.forward_backlog_records.set(backlog_records)
+        self.forward_backlog_bytes.set(backlog_bytes)
+        self.forward_oldest.set(oldest)
+
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""
         if metrics_dir():

@@ -65,6 +65,14 @@ cert-manager's (it renews vgate's certificate: it must be able to start while vg
 {{- if .Values.mtls.clientCASecret -}}
 {{- $_ := set $config "server" (merge (dict "clientCA" "/etc/vgate/client-ca/ca.crt") (get $config "server" | default dict)) -}}
 {{- end -}}
+{{- with .Values.audit.forward -}}
+{{- if .url -}}
+{{- $forward := dict "url" .url "maxMessageBytes" .maxMessageBytes -}}
+{{- if .caSecret -}}{{- $_ := set $forward "caFile" "/etc/vgate/forward-ca/ca.crt" -}}{{- end -}}
+{{- if .clientSecret -}}{{- $_ := set $forward "certFile" "/etc/vgate/forward-client/tls.crt" -}}{{- $_ := set $forward "keyFile" "/etc/vgate/forward-client/tls.key" -}}{{- end -}}
+{{- $_ := set $config.audit "forward" $forward -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $config -}}
 {{- end }}
 
@@ -198,4 +206,32 @@ lists (webhook/background/scan.py, from the kinds registry; tests/server/test_ch
 - apiGroups: [policy.networking.k8s.io]
   resources: [adminnetworkpolicies, baselineadminnetworkpolicies]
   verbs: [get, list]
+{{- end }}
+
+{{/* The forwarder's TLS material (audit.forward): mounts, then volumes, for the gateway and the report writer. */}}
+{{- define "vgate.forwardMounts" -}}
+{{- if .Values.audit.forward.caSecret }}
+- name: forward-ca
+  mountPath: /etc/vgate/forward-ca
+  readOnly: true
+{{- end }}
+{{- if .Values.audit.forward.clientSecret }}
+- name: forward-client
+  mountPath: /etc/vgate/forward-client
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "vgate.forwardVolumes" -}}
+{{- if .Values.audit.forward.caSecret }}
+- name: forward-ca
+  secret:
+    secretName: {{ .Values.audit.forward.caSecret }}
+{{- end }}
+{{- if .Values.audit.forward.clientSecret }}
+- name: forward-client
+  secret:
+    secretName: {{ .Values.audit.forward.clientSecret }}
+    defaultMode: 0440
+{{- end }}
 {{- end }}
