@@ -1,6 +1,10 @@
 """Real collectors for the forwarding tests: Debian's rsyslog (imrelp, plain and TLS; imtcp with the
-gtls driver for RFC 5425), started as a plain process writing what it receives to a file, and the
-TLS material they and vgate use (made with the openssl CLI)."""
+gtls driver for RFC 5425) and Debian's syslog-ng (its syslog() source over TLS, RFC 5425), each
+started as a plain process writing what it receives to a file, and the TLS material they and vgate
+use (made with the openssl CLI).
+
+syslog-ng's package conflicts with rsyslog's, so it is not installed: ``.ci/run`` unpacks Debian's
+``syslog-ng-core`` into ``.e2e/syslog-ng/`` (``e2e/syslog_ng.sh``) and it runs from there."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from pathlib import Path
 from helpers import free_port
 
 RSYSLOGD = shutil.which("rsyslogd") or "/usr/sbin/rsyslogd"
+SYSLOG_NG = Path(__file__).resolve().parent.parent / ".e2e" / "syslog-ng" / "root"
 
 
 def _openssl(*args: str) -> None:
@@ -91,16 +96,21 @@ class Rsyslog:
         log = open(self.workdir / "rsyslogd.log", "ab")  # noqa: SIM115 - the daemon's output, kept for failures
         self.process = subprocess.Popen([RSYSLOGD, "-n", "-f", str(config), "-i", str(self.workdir / "pid")],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_listening()
+        return self
+
+    def _wait_listening(self) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
+                return
             except OSError:
                 if self.process.poll() is not None:
                     break
                 time.sleep(0.05)
-        raise RuntimeError(f"rsyslogd did not listen on {self.port}: {self.log()}")
+        raise RuntimeError(f"the collector did not listen on {self.port}: {self.log()}")
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -114,3 +124,38 @@ class Rsyslog:
 
     def lines(self) -> list[bytes]:
         return self.out.read_bytes().splitlines() if self.out.exists() else []
+
+
+class SyslogNg(Rsyslog):
+    """syslog-ng receiving RFC 5425 (``syslog(transport("tls"))``, the peer's certificate required)
+    and writing each message as received (``${RAWMSG}``, ``flags(store-raw-message)``)."""
+
+    def __init__(self, workdir: Path, pki: Path) -> None:
+        super().__init__(workdir, "syslog+tls", pki)
+
+    def _config(self) -> str:
+        pki = self.pki
+        assert pki is not None
+        return (f"@version: 3.38\noptions {{ keep-hostname(yes); }};\n"
+                f'source s_vgate {{ syslog(ip("127.0.0.1") port({self.port}) transport("tls") '
+                f"flags(store-raw-message) tls(key-file(\"{pki / 'server.key'}\") cert-file(\"{pki / 'server.pem'}\") "
+                f"ca-file(\"{pki / 'ca.pem'}\") peer-verify(required-trusted))); }};\n"
+                f'destination d_file {{ file("{self.out}" template("${{RAWMSG}}\\n")); }};\n'
+                "log { source(s_vgate); destination(d_file); flags(flow-control); };\n")
+
+    def start(self) -> SyslogNg:
+        binary = SYSLOG_NG / "usr" / "sbin" / "syslog-ng"
+        if not binary.exists():
+            raise RuntimeError(f"{binary} is missing: run e2e/syslog_ng.sh (what .ci/run does) to unpack Debian's "
+                               "syslog-ng-core there")
+        config = self.workdir / "syslog-ng.conf"
+        config.write_text(self._config())
+        log = open(self.workdir / "rsyslogd.log", "ab")  # noqa: SIM115 - the daemon's output, kept for failures
+        libraries = SYSLOG_NG / "usr" / "lib" / "syslog-ng"
+        self.process = subprocess.Popen(
+            [str(binary), "-F", "-f", str(config), f"--module-path={libraries / '3.38'}",
+             "-R", str(self.workdir / "persist"), "-p", str(self.workdir / "pid"), "-c", str(self.workdir / "ctl")],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "LD_LIBRARY_PATH": str(libraries)})
+        self._wait_listening()
+        return self

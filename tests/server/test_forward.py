@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from collectors import Rsyslog, make_pki
+from collectors import Rsyslog, SyslogNg, make_pki
 
 from webhook.audit.delivery import Cursor
 from webhook.audit.log import DecisionLog
@@ -26,6 +26,12 @@ from webhook.forward.message import parse
 from webhook.forward.transport import connect
 
 from helpers import VGATE, pod, review
+
+KINDS = ["relp", "relp+tls", "syslog+tls", "syslog-ng"]  # the last: RFC 5425 to syslog-ng
+
+
+def collector_for(kind: str, workdir: Path, pki: Path) -> Rsyslog:
+    return SyslogNg(workdir, pki) if kind == "syslog-ng" else Rsyslog(workdir, kind, pki)
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +87,9 @@ def wait_delivered(forwarder: Forwarder, audit: Path, seconds: float = 90) -> No
     raise AssertionError(f"not delivered within {seconds} s: {forwarder.counters}")
 
 
-@pytest.mark.parametrize("kind", ["relp", "relp+tls", "syslog+tls"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_record_reaches_the_collector_and_its_copy_verifies(kind, pki, tmp_path):
-    collector = Rsyslog(tmp_path / "collector", kind, pki).start()
+    collector = collector_for(kind, tmp_path / "collector", pki).start()
     try:
         audit = tmp_path / "audit"
         write_records(audit, 150, "r1")
@@ -103,12 +109,12 @@ def test_every_record_reaches_the_collector_and_its_copy_verifies(kind, pki, tmp
         collector.kill()
 
 
-@pytest.mark.parametrize("kind", ["relp", "relp+tls", "syslog+tls"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_collector_killed_mid_stream_and_restarted_misses_nothing(kind, pki, tmp_path):
     """Records written all along; the collector SIGKILLed twice, down 2 s each time, restarted on its
     port: afterwards every record of the local log is in its file, duplicates only where delivery was
     repeated, and the copy verifies."""
-    collector = Rsyslog(tmp_path / "collector", kind, pki).start()
+    collector = collector_for(kind, tmp_path / "collector", pki).start()
     audit = tmp_path / "audit"
     forwarder = Forwarder(settings(collector, pki), audit)
     writing = threading.Event()
