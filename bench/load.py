@@ -175,8 +175,10 @@ def start_server(
     threads: int,
     policies: Path = ROOT / "policies",
     server_kind: str = "granian",
+    forward_url: str | None = None,
 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
-    """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log."""
+    """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log
+    (delivered to ``forward_url``, audit.forward, when given)."""
     import socket
 
     workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-")
@@ -184,7 +186,8 @@ def start_server(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = Path(workdir.name) / "vgate.yaml"
-    config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit"))
+    forward = f"\n  forward:\n    url: {forward_url}" if forward_url else ""
+    config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit{forward}"))
     server = subprocess.Popen(
         [
             sys.executable,

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from e2e import build, charts, pki
+from e2e import build, charts, collectors, pki
 from e2e.waiting import eventually
 
 ROOT = build.ROOT
@@ -46,6 +47,7 @@ APISERVER_PORT = 16443
 KCM_PORT = 16257
 VOLCANO_WEBHOOK_PORT = 16444
 VGATE_PORT, VGATE_METRICS_PORT = 16446, 16447
+COLLECTOR_PORT = 16448  # rsyslog (RELP over TLS, mutual): the audit system vgate forwards its decision log to
 APISERVER = f"https://{HOST}:{APISERVER_PORT}"
 VGATE_URL = f"https://{HOST}:{VGATE_PORT}"
 POD_CIDR = "127.16.0.0/16"  # where kwok gives pods their addresses
@@ -352,6 +354,45 @@ def readiness() -> dict[str, Any]:
         return {}
 
 
+COLLECTOR_DIR = RUN / "collector"
+
+
+def collector(server: str = "server") -> collectors.Rsyslog:
+    """The audit system of this control plane: rsyslog with imrelp over TLS on COLLECTOR_PORT, writing
+    every message it receives to collected.log; ``server`` names the certificate it presents."""
+    rsyslog = collectors.Rsyslog(COLLECTOR_DIR, "relp+tls", COLLECTOR_DIR / "pki", server=server)
+    rsyslog.port = COLLECTOR_PORT
+    return rsyslog
+
+
+def collector_component(server: str = "server") -> Component:
+    rsyslog = collector(server)
+    config = COLLECTOR_DIR / "rsyslog.conf"
+    config.write_text(rsyslog.config_text())
+    return Component("collector", [collectors.RSYSLOGD, "-n", "-f", str(config), "-i", str(COLLECTOR_DIR / "pid")],
+                     lambda: _listening(COLLECTOR_PORT))
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection((HOST, port), timeout=0.3).close()
+    except OSError:
+        return False
+    return True
+
+
+def _start_collector() -> dict[str, Any]:
+    """Start the collector (its PKI made once) and return the audit.forward vgate is given."""
+    (COLLECTOR_DIR / "work").mkdir(parents=True, exist_ok=True)
+    if not (COLLECTOR_DIR / "pki" / "client.key").exists():
+        collectors.make_pki(COLLECTOR_DIR / "pki")
+    (COLLECTOR_DIR / "pid").unlink(missing_ok=True)
+    collector_component().start()
+    tls = COLLECTOR_DIR / "pki"
+    return {"url": f"relp+tls://localhost:{COLLECTOR_PORT}", "caFile": str(tls / "ca.pem"),
+            "certFile": str(tls / "client.pem"), "keyFile": str(tls / "client.key")}
+
+
 def vgate_component() -> Component:
     """`vgate serve` from this checkout, configured as the chart configures its pods."""
     workdir = VGATE_DIR
@@ -390,7 +431,10 @@ def _start_vgate() -> None:
     # (applied first, with the rest of the chart's cluster objects, before vgate starts and lists).
     watcher = identity_kubeconfig("vgate-cluster-state", *service_account_user(charts.VGATE_NAMESPACE, "vgate"))
     config = {**vgate.config, "cluster": {**vgate.config.get("cluster", {}), "kubeconfig": str(watcher)}}
-    (workdir / "vgate.yaml").write_text(charts.local_config(config, workdir))
+    forward = _start_collector()  # every decision of every e2e test goes to the audit system
+    local = yaml.safe_load(charts.local_config(config, workdir))
+    local["audit"]["forward"] = forward
+    (workdir / "vgate.yaml").write_text(yaml.safe_dump(local, sort_keys=False))
     charts.project(vgate.policies, workdir / "policies")
     (workdir / "exceptions").mkdir(exist_ok=True)
     apply(vgate.cluster_setup)

@@ -139,7 +139,7 @@ def test_a_collector_down_fires_forwarding_behind_and_a_live_one_none(start_serv
     """audit.forward to a port nobody listens on: the backlog grows, the oldest undelivered record
     ages, and VgateForwardingBehind fires once it is older than 900 s for 5 minutes; the admissions
     meanwhile are answered as usual. To a live rsyslog: the backlog empties and nothing fires."""
-    from collectors import Rsyslog
+    from e2e.collectors import Rsyslog
 
     down = free_port()
     port = free_port()

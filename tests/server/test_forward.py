@@ -15,8 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from collectors import Rsyslog, SyslogNg, make_pki
 
+from e2e.collectors import Rsyslog, SyslogNg, make_pki
 from webhook.audit.delivery import Cursor
 from webhook.audit.log import DecisionLog
 from webhook.core.config import ForwardSettings
@@ -352,3 +352,15 @@ def test_the_anchor_reaches_the_collector_and_bounds_a_lost_tail(tmp_path):
     without = tmp_path / "without-anchor.log"
     without.write_bytes(b"\n".join(raw for raw in lines[:tail] + lines[tail + 1:] if b" anchor [" not in raw) + b"\n")
     assert verify_forwarded(without).findings == []  # what the anchor lines add
+
+
+def test_a_collector_name_that_does_not_resolve_is_a_counted_failure_and_nothing_moves(tmp_path):
+    audit = tmp_path / "audit"
+    write_records(audit, 3)
+    url = "relp://collector.invalid:2514"  # .invalid never resolves (RFC 6761)
+    forwarder = Forwarder(ForwardSettings(url, None, None, None, 8192), audit)
+    with pytest.raises(OSError):
+        forwarder.deliver()
+    assert forwarder.counters.failures == 1 and "collector.invalid" in (forwarder.counters.last_error or "")
+    assert forwarder.counters.backlog_records == 3 and forwarder.counters.oldest_undelivered > 0
+    assert not Cursor.load(audit, url).segments

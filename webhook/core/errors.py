@@ -20,6 +20,7 @@
     ├── SparkSpecError       a SparkApplication whose pods cannot be told (a size Spark would not read)
     ├── NotRegular           (also an OSError) a file planted where evidence lives: a link, FIFO, directory
     ├── UnverifiedReport     an hourly report the daily report will not sum (signature, checksum, anchor)
+    ├── CollectorError       (also an OSError) the audit system's collector refused, spoke no protocol, or left
     └── Refused              a command that writes evidence refuses, and writes nothing
         ├── NotReportable    an hour that may not be reported (now, or in place)
         │   └── LockLost     the writers' lock name no longer leads to the file this writer locked
@@ -139,6 +140,11 @@ class NotRegular(VgateError, OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+class CollectorError(VgateError, OSError):
+    """The audit system's collector refused, answered something that is not the protocol, or went
+    away (``forward.transport``); the forwarder retries from its saved cursor."""
 
 
 class UnverifiedReport(VgateError):

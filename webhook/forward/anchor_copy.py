@@ -24,8 +24,9 @@ import orjson
 
 from ..audit.regular_files import DOCUMENT, read_regular
 from ..core.config import ForwardSettings
+from ..core.errors import CollectorError
 from .message import anchor_message
-from .transport import CollectorError, Link, connect
+from .transport import Link, connect
 
 
 def cursor_path(anchor: Path) -> Path:
@@ -51,7 +52,7 @@ def forward_anchor(settings: ForwardSettings, anchor: Path,
     start = _delivered(anchor, settings.url)
     if start >= len(lines):
         return 0
-    host = os.environ.get("VGATE_REPLICA") or socket.gethostname()
+    host = socket.gethostname()  # the report writer's pod
     link = link_factory(settings)
     try:
         link.send([anchor_message(line, number, host) for number, line in enumerate(lines[start:], start + 1)])

@@ -32,15 +32,12 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from ..core.config import ForwardSettings
+from ..core.errors import CollectorError
 
 TIMEOUT_SECONDS = 10.0
 SYSLOG_SETTLE_SECONDS = 2.0
 RELP_WINDOW = 128  # messages sent before their acknowledgements are read
 _MAX_RESPONSE_BYTES = 64 << 10
-
-
-class CollectorError(OSError):
-    """The collector refused, answered something that is not the protocol, or went away."""
 
 
 class Link(Protocol):

@@ -1,7 +1,7 @@
-"""Real collectors for the forwarding tests: Debian's rsyslog (imrelp, plain and TLS; imtcp with the
-gtls driver for RFC 5425) and Debian's syslog-ng (its syslog() source over TLS, RFC 5425), each
-started as a plain process writing what it receives to a file, and the TLS material they and vgate
-use (made with the openssl CLI).
+"""Real collectors for the forwarding tests (the server tests', and the e2e control plane's own):
+Debian's rsyslog (imrelp, plain and TLS; imtcp with the gtls driver for RFC 5425) and Debian's
+syslog-ng (its syslog() source over TLS, RFC 5425), each started as a plain process writing what it
+receives to a file, and the TLS material they and vgate use (made with the openssl CLI).
 
 syslog-ng's package conflicts with rsyslog's, so it is not installed: ``.ci/run`` unpacks Debian's
 ``syslog-ng-core`` into ``.e2e/syslog-ng/`` (``e2e/syslog_ng.sh``) and it runs from there."""
@@ -16,7 +16,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from helpers import free_port
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 RSYSLOGD = shutil.which("rsyslogd") or "/usr/sbin/rsyslogd"
 SYSLOG_NG = Path(__file__).resolve().parent.parent / ".e2e" / "syslog-ng" / "root"
@@ -64,7 +68,8 @@ class Rsyslog:
     def url(self) -> str:
         return f"{self.kind}://localhost:{self.port}"
 
-    def _config(self) -> str:
+    def config_text(self) -> str:
+        """rsyslog's configuration for this collector (RainerScript)."""
         pki = self.pki
         lines = [f'global(workDirectory="{self.workdir / "work"}" maxMessageSize="64k"'
                  + (f' defaultNetstreamDriverCAFile="{pki / "ca.pem"}"'
@@ -92,7 +97,7 @@ class Rsyslog:
 
     def start(self) -> Rsyslog:
         config = self.workdir / "rsyslog.conf"
-        config.write_text(self._config())
+        config.write_text(self.config_text())
         log = open(self.workdir / "rsyslogd.log", "ab")  # noqa: SIM115 - the daemon's output, kept for failures
         self.process = subprocess.Popen([RSYSLOGD, "-n", "-f", str(config), "-i", str(self.workdir / "pid")],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -133,7 +138,7 @@ class SyslogNg(Rsyslog):
     def __init__(self, workdir: Path, pki: Path) -> None:
         super().__init__(workdir, "syslog+tls", pki)
 
-    def _config(self) -> str:
+    def config_text(self) -> str:
         pki = self.pki
         assert pki is not None
         return (f"@version: 3.38\noptions {{ keep-hostname(yes); }};\n"
@@ -149,7 +154,7 @@ class SyslogNg(Rsyslog):
             raise RuntimeError(f"{binary} is missing: run e2e/syslog_ng.sh (what .ci/run does) to unpack Debian's "
                                "syslog-ng-core there")
         config = self.workdir / "syslog-ng.conf"
-        config.write_text(self._config())
+        config.write_text(self.config_text())
         log = open(self.workdir / "rsyslogd.log", "ab")  # noqa: SIM115 - the daemon's output, kept for failures
         libraries = SYSLOG_NG / "usr" / "lib" / "syslog-ng"
         self.process = subprocess.Popen(

@@ -1,0 +1,99 @@
+"""Issue 37 through the real control plane: pods created through the API server while the audit system
+(this control plane's rsyslog, RELP over mutual TLS) is killed, kept away for longer than the
+forwarder's longest retry wait, or presents a certificate vgate does not trust. Afterwards every
+record of vgate's local log is in the collector's file, and ``vgate audit verify --forwarded`` is
+clean. vgate answers the API server throughout."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import time
+
+from e2e import build, cluster
+from e2e.kube import Kube
+from e2e.waiting import eventually
+from webhook.audit.delivery import Cursor
+from webhook.forward.forwarder import RETRY_SECONDS
+from webhook.forward.message import parse
+
+from test_admission import TRAINING, pod, unique
+
+AUDIT = cluster.VGATE_DIR / "audit"
+URL = f"relp+tls://localhost:{cluster.COLLECTOR_PORT}"
+
+
+def create_pods(kube: Kube, count: int, prefix: str) -> None:
+    for _ in range(count):
+        result = kube.create(pod(unique(prefix)), namespace=TRAINING, dry_run=True)
+        assert result.ok, result.stderr  # admitted (dry run: judged and recorded, nothing runs) while the
+        # collector is away: nothing waits for it
+
+
+def kill_collector() -> None:
+    pid = int((cluster.RUN / "pids" / "collector.pid").read_text())
+    os.killpg(pid, signal.SIGKILL)
+    eventually(lambda: not cluster.running("collector"), timeout=20)
+
+
+def local_records() -> dict[tuple[str, int], str]:
+    held = {}
+    for segment in sorted(AUDIT.glob("decisions-*.jsonl")):
+        for number, line in enumerate(segment.read_bytes().splitlines(), start=1):
+            held[(segment.name, number)] = hashlib.sha256(line).hexdigest()
+    return held
+
+
+def collected() -> dict[tuple[str, int], str]:
+    held: dict[tuple[str, int], str] = {}
+    out = cluster.COLLECTOR_DIR / "collected.log"
+    for raw in out.read_bytes().splitlines() if out.exists() else []:
+        message = parse(raw)
+        if message is not None and message.place is not None:
+            held.setdefault(message.place, hashlib.sha256(message.msg).hexdigest())
+    return held
+
+
+def delivered() -> bool:
+    cursor = Cursor.load(AUDIT, URL)
+    return all(cursor.get(p.name).offset == p.stat().st_size for p in AUDIT.glob("decisions-*.jsonl"))
+
+
+def test_the_audit_system_gets_every_decision_through_outages_and_a_wrong_certificate(kube: Kube):
+    create_pods(kube, 5, "fwd-before")
+    eventually(delivered, timeout=60)
+    kill_collector()  # SIGKILL mid-stream
+    create_pods(kube, 10, "fwd-killed")
+    cluster.collector_component().start()
+    create_pods(kube, 5, "fwd-back")
+    eventually(delivered, timeout=120)
+
+    kill_collector()  # away for longer than the longest wait between retries
+    started = time.monotonic()
+    create_pods(kube, 10, "fwd-long")
+    time.sleep(max(0.0, RETRY_SECONDS[1] + 5 - (time.monotonic() - started)))
+    assert not delivered()
+    cluster.collector_component().start()
+    eventually(delivered, timeout=120)
+
+    kill_collector()  # a collector vgate must not trust: nothing is delivered to it
+    cluster.collector_component(server="wrong-server").start()
+    before = len(collected())
+    create_pods(kube, 5, "fwd-wrong")
+    time.sleep(5)
+    assert not delivered() and len(collected()) == before
+    kill_collector()
+    cluster.collector_component().start()
+    eventually(delivered, timeout=120)
+
+    local = local_records()
+    held = collected()
+    missing = sorted(set(local) - set(held))
+    assert not missing and all(held[place] == digest for place, digest in local.items()), missing[:5]
+    verify = subprocess.run([*cluster.VGATE_CLI, "audit", "verify", "--forwarded",
+                             str(cluster.COLLECTOR_DIR / "collected.log")], capture_output=True, text=True,
+                            timeout=120, cwd=build.ROOT)
+    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-2000:]
+    print(f"local {len(local)} records; collector {len(held)} distinct; {verify.stdout.strip().splitlines()[-1]}")
