@@ -56,8 +56,10 @@ class Rsyslog:
     message as received (``%rawmsg%``) to ``out``, synchronously: the ruleset's queue is direct and
     the file flushed at each transaction's end, so what it acknowledges is in the file."""
 
-    def __init__(self, workdir: Path, kind: str, pki: Path | None = None, server: str = "server") -> None:
+    def __init__(self, workdir: Path, kind: str, pki: Path | None = None, server: str = "server",
+                 template: str = "raw") -> None:
         self.workdir, self.kind, self.pki, self.server = workdir, kind, pki, server
+        self.template = template  # raw (%rawmsg%) or rsyslog's RFC 5424 one, RSYSLOG_SyslogProtocol23Format
         self.port = free_port()
         self.out = workdir / "collected.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -78,7 +80,8 @@ class Rsyslog:
                     if self.kind == "syslog+tls" and pki else "") + ")",
                  'template(name="raw" type="string" string="%rawmsg%\\n")',
                  'ruleset(name="collect" queue.type="Direct") {',
-                 f'  action(type="omfile" file="{self.out}" template="raw" flushOnTXEnd="on" asyncWriting="off")',
+                 f'  action(type="omfile" file="{self.out}" flushOnTXEnd="on" asyncWriting="off" template="'
+                 + ("raw" if self.template == "raw" else "RSYSLOG_SyslogProtocol23Format") + '")',
                  "}"]
         if self.kind == "relp":
             lines += ['module(load="imrelp")', f'input(type="imrelp" port="{self.port}" ruleset="collect")']

@@ -139,7 +139,7 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     Prints each problem as file[:line]: what, and exits 1 if there is any.
     """
     if forwarded is not None:
-        _verify_forwarded(Path(forwarded))
+        _verify_forwarded(Path(forwarded), Path(pubkey) if pubkey else None)
     from .files.config_file import load_config
     from .reports.closed_hours import last_closed_hour
     from .reports.evidence import check_evidence
@@ -170,14 +170,29 @@ def audit_verify(directory: str | None, config_path: str | None, first: str | No
     sys.exit(1 if check.findings else 0)
 
 
-def _verify_forwarded(path: Path) -> None:
-    """`vgate audit verify --forwarded FILE`: the collector's copy alone; exits 0 clean, 1 with problems."""
+def _verify_forwarded(path: Path, pubkey: Path | None) -> None:
+    """`vgate audit verify --forwarded FILE [--pubkey KEY]`: the collector's copy alone (with the key,
+    every forwarded anchor line's signature too); exits 0 clean, 1 with problems."""
+    from .audit.verify import Finding
     from .forward.collected import verify_forwarded
+    from .reports.anchor import signature_problem
+    from .reports.keys import load_public_key
 
     try:
         check = verify_forwarded(path)
+        key = load_public_key(pubkey) if pubkey else None
     except OSError as error:
         raise click.ClickException(f"{path}: cannot read the collector's copy: {error.strerror or error}") from None
+    except SourceError as error:
+        raise click.ClickException(str(error)) from None
+    if key is not None:
+        click.echo(f"anchor lines checked against {pubkey}")
+        for number, (line, text) in sorted(check.anchor.items()):
+            problem = signature_problem(text, key)
+            if problem:
+                check.findings.append(Finding(str(path), line, f"anchor line {number}: {problem}"))
+    else:
+        click.echo("anchor lines' signatures not checked: pass --pubkey with the report key you hold")
     for finding in check.findings:
         click.echo(str(finding))
     click.echo(f"{check.records} records in {check.segments} segments and {check.anchor_lines} anchor lines verified "

@@ -349,6 +349,19 @@ def test_the_anchor_reaches_the_collector_and_bounds_a_lost_tail(tmp_path):
     assert [f.problem for f in verify_forwarded(cut).findings] == [
         "the report of 2026-12-02T10 (version 1) signed 6 lines of the decision log; the collector's copy holds 5 of "
         "them"]
+    pubkey = root / "keys" / "r.key.pub"
+    signed = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(collector.out), "--pubkey", str(pubkey)],
+                            capture_output=True, text=True, timeout=60)
+    assert signed.returncode == 0 and "anchor lines checked against" in signed.stdout, signed.stdout + signed.stderr
+    forged = tmp_path / "forged.log"  # the last anchor line's figures raised, by someone without the key
+    last = max(i for i, raw in enumerate(lines) if b" anchor [" in raw)
+    forged.write_bytes(b"\n".join([*lines[:last], lines[last].replace(b'"records":6', b'"records":9'),
+                                   *lines[last + 1:]]) + b"\n")
+    assert b'"records":6' in lines[last]
+    run = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(forged), "--pubkey", str(pubkey)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "its signature does not verify with the report public key" in run.stdout, \
+        run.stdout
     without = tmp_path / "without-anchor.log"
     without.write_bytes(b"\n".join(raw for raw in lines[:tail] + lines[tail + 1:] if b" anchor [" not in raw) + b"\n")
     assert verify_forwarded(without).findings == []  # what the anchor lines add
@@ -364,3 +377,20 @@ def test_a_collector_name_that_does_not_resolve_is_a_counted_failure_and_nothing
     assert forwarder.counters.failures == 1 and "collector.invalid" in (forwarder.counters.last_error or "")
     assert forwarder.counters.backlog_records == 3 and forwarder.counters.oldest_undelivered > 0
     assert not Cursor.load(audit, url).segments
+
+
+def test_a_copy_written_with_rsyslogs_rfc_5424_template_verifies_too(tmp_path):
+    """Not every collector keeps the raw message: rsyslog's RFC 5424 template (RSYSLOG_SyslogProtocol23Format)
+    rebuilds each line from the parsed fields; the records in it are still the bytes vgate's log holds."""
+    collector = Rsyslog(tmp_path / "collector", "relp", template="rfc5424").start()
+    try:
+        audit = tmp_path / "audit"
+        write_records(audit, 40)
+        forwarder = Forwarder(settings(collector), audit)
+        forwarder.deliver()
+        forwarder.close()
+    finally:
+        collector.kill()
+    assert collected(collector) == (local_records(audit), 0)
+    check = verify_forwarded(collector.out)
+    assert (check.records, check.findings, check.other_lines) == (40, [], 0)

@@ -47,6 +47,7 @@ class ForwardedCheck:
     other_lines: int = 0
     anchor_lines: int = 0
     findings: list[Finding] = field(default_factory=list)
+    anchor: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # number -> (line in the file, the line)
 
 
 def verify_forwarded(path: Path) -> ForwardedCheck:
@@ -75,6 +76,7 @@ def verify_forwarded(path: Path) -> ForwardedCheck:
     check.segments = len(copies)
     check.records = sum(len(records) for records in copies.values())
     check.anchor_lines = len(anchor)
+    check.anchor = {number: (copy.line, copy.text or b"") for number, copy in anchor.items()}
     _check_chains(name, copies, check.findings)
     _check_anchor(name, anchor, copies, check.findings)
     return check

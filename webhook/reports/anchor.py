@@ -166,6 +166,18 @@ class Anchor:
 
 
 def _line_problem(line: bytes, number: int, previous: str, key: Ed25519PublicKey) -> str | None:
+    problem = signature_problem(line, key)
+    if problem:
+        return problem
+    entry = orjson.loads(line)
+    if entry.get("seq") != number or entry.get("prev") != previous:
+        return "it does not follow the line before it: lines were removed, reordered or inserted"
+    return None
+
+
+def signature_problem(line: bytes, key: Ed25519PublicKey) -> str | None:
+    """Why an anchor line is not one the writer signed with ``key`` (wherever the line was read: the
+    anchor itself, or the audit system's copy), or None."""
     try:
         entry = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -179,8 +191,6 @@ def _line_problem(line: bytes, number: int, previous: str, key: Ed25519PublicKey
         valid = False
     if not valid:
         return "its signature does not verify with the report public key: the line was forged or edited"
-    if entry.get("seq") != number or entry.get("prev") != previous:
-        return "it does not follow the line before it: lines were removed, reordered or inserted"
     return None
 
 
