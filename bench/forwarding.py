@@ -27,14 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from e2e.collectors import Rsyslog  # noqa: E402
-from webhook.audit.delivery import Cursor  # noqa: E402
+from webhook.audit.delivery import fully_delivered  # noqa: E402
 
 from load import admission_review, measure, realistic_pod, start_server, tree_cpu_seconds  # noqa: E402
-
-
-def delivered(audit: Path, url: str) -> bool:
-    cursor = Cursor.load(audit, url)
-    return all(cursor.get(p.name).offset == p.stat().st_size for p in audit.glob("decisions-*.jsonl"))
 
 
 def records(audit: Path) -> int:
@@ -66,7 +61,7 @@ def main() -> None:
                     collector_cpu += tree_cpu_seconds(collector.process.pid) - before
         audit = Path(servers["on"][3].name) / "audit"
         deadline = time.monotonic() + 120
-        while not delivered(audit, collector.url) and time.monotonic() < deadline:
+        while not fully_delivered(audit, collector.url) and time.monotonic() < deadline:
             time.sleep(0.5)
         held = len(collector.lines())
         written = records(audit)

@@ -15,7 +15,7 @@ import time
 from e2e import build, cluster
 from e2e.kube import Kube
 from e2e.waiting import eventually
-from webhook.audit.delivery import Cursor
+from webhook.audit.delivery import fully_delivered
 from webhook.forward.forwarder import RETRY_SECONDS
 from webhook.forward.message import parse
 
@@ -57,8 +57,7 @@ def collected() -> dict[tuple[str, int], str]:
 
 
 def delivered() -> bool:
-    cursor = Cursor.load(AUDIT, URL)
-    return all(cursor.get(p.name).offset == p.stat().st_size for p in AUDIT.glob("decisions-*.jsonl"))
+    return fully_delivered(AUDIT, URL)
 
 
 def test_the_audit_system_gets_every_decision_through_outages_and_a_wrong_certificate(kube: Kube):

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from e2e.collectors import Rsyslog, SyslogNg, make_pki
-from webhook.audit.delivery import Cursor
+from webhook.audit.delivery import Cursor, fully_delivered
 from webhook.audit.log import DecisionLog
 from webhook.core.config import ForwardSettings
 from webhook.forward.collected import verify_forwarded
@@ -80,8 +80,7 @@ def collected(collector: Rsyslog) -> tuple[dict[tuple[str, int], str], int]:
 def wait_delivered(forwarder: Forwarder, audit: Path, seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        cursor = Cursor.load(audit, forwarder.settings.url)
-        if all(cursor.get(p.name).offset == p.stat().st_size for p in audit.glob("decisions-*.jsonl")):
+        if fully_delivered(audit, forwarder.settings.url):
             return
         time.sleep(0.2)
     raise AssertionError(f"not delivered within {seconds} s: {forwarder.counters}")

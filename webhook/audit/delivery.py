@@ -93,3 +93,9 @@ def undelivered(audit_dir: Path, url: str, segment: Path) -> bool:
     except FileNotFoundError:
         return False
     return Cursor.load(audit_dir, url).get(segment.name).offset < size
+
+
+def fully_delivered(audit_dir: Path, url: str) -> bool:
+    """Whether the collector at ``url`` has every segment of the log whole (tests and the bench wait on it)."""
+    cursor = Cursor.load(audit_dir, url)
+    return all(cursor.get(path.name).offset >= os.lstat(path).st_size for path in audit_dir.glob("decisions-*.jsonl"))
