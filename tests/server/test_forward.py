@@ -393,3 +393,34 @@ def test_a_copy_written_with_rsyslogs_rfc_5424_template_verifies_too(tmp_path):
     assert collected(collector) == (local_records(audit), 0)
     check = verify_forwarded(collector.out)
     assert (check.records, check.findings, check.other_lines) == (40, [], 0)
+
+
+def test_a_full_decision_log_disk_stops_no_record_from_reaching_the_collector_once_there_is_room(small_disk,
+                                                                                                 tmp_path):
+    """The volume full: the decision log fails closed as it always has, and the forwarder's cursor
+    cannot be saved, a counted failure (what the collector acknowledged stays delivered; a restart
+    before the next save would send it again). Once there is room the cursor is saved and the
+    collector holds every record of the log, once."""
+    from webhook.core.errors import AuditError
+
+    from helpers import fill
+
+    collector = Rsyslog(tmp_path / "collector", "relp").start()
+    try:
+        audit = small_disk / "audit"
+        log = write_records(audit, 20)
+        forwarder = Forwarder(settings(collector), audit)
+        filler = fill(small_disk)
+        with pytest.raises(AuditError):
+            log.record({"endpoint": "validate", "uid": "refused", "decision": "allowed"})  # fails closed, as before
+        with pytest.raises(OSError):
+            forwarder.deliver()  # acknowledged, but the cursor cannot be saved
+        assert forwarder.counters.failures == 1 and "No space left" in (forwarder.counters.last_error or "")
+        filler.unlink()
+        forwarder.deliver()
+        forwarder.close()
+    finally:
+        collector.kill()
+    held, duplicates = collected(collector)
+    assert held == local_records(audit) and len(held) == 20 and duplicates == 0
+    assert fully_delivered(audit, collector.url) and verify_forwarded(collector.out).findings == []

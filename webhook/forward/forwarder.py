@@ -79,6 +79,7 @@ class Forwarder:
         self._cursor = Cursor.load(self.audit_dir, settings.url)
         self._position: dict[str, Delivered] = dict(self._cursor.segments)
         self._unsettled: list[_Batch] = []
+        self._unsaved = False  # the collector has more than the saved cursor says (its save failed)
         self.counters = Counters()
         self._stopped = threading.Event()
 
@@ -162,14 +163,15 @@ class Forwarder:
         assert self._link is not None
         now = time.monotonic()
         settled = [batch for batch in self._unsettled if now - batch.accepted_at >= self._link.settle_seconds]
-        if not settled:
-            return
-        if not self._link.alive():
+        if settled and not self._link.alive():
             raise ConnectionResetError("the collector closed the connection before the last messages settled")
         for batch in settled:
             self._cursor.segments.update(batch.positions)
         self._unsettled = self._unsettled[len(settled):]
-        self._cursor.save(path.name for path in self._segments())
+        if settled or self._unsaved:
+            self._unsaved = True  # until it is on disk: a full volume fails the save, the next pass retries
+            self._cursor.save(path.name for path in self._segments())
+            self._unsaved = False
 
     def _drop(self, error: OSError) -> None:
         """Forget the connection and what was not settled: it is sent again from the saved cursor."""
