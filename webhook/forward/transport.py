@@ -77,6 +77,7 @@ def connect(settings: ForwardSettings, timeout: float = TIMEOUT_SECONDS) -> Link
     sock: socket.socket = raw
     try:
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # batches go whole; the last one need not wait
         if target.tls:
             context = ssl.create_default_context(cafile=settings.ca_file)
             if settings.cert_file:
@@ -135,6 +136,18 @@ class SyslogTlsLink:
 
     def close(self) -> None:
         self._sock.close()
+
+
+def _quick_ack(sock: socket.socket) -> None:
+    """Acknowledge what arrives at once (Linux TCP_QUICKACK, which lasts until the next delayed ACK).
+
+    The collector answers each message in a small write of its own; with Nagle's algorithm on its
+    side and delayed ACKs on ours, each of those waited for the other (40 ms at a time): RELP
+    delivered 2,700 records a second, nearly all of it waiting in recv."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+    except OSError:
+        pass  # not a TCP socket (never here), or a kernel without it: slower, not wrong
 
 
 def _unacknowledged(sock: socket.socket) -> int:
@@ -214,6 +227,7 @@ class RelpLink:
                 raise CollectorError(errno.EPROTO, "the collector answered something that is not RELP")
             if len(self._buffer) > _MAX_RESPONSE_BYTES + 64:
                 raise CollectorError(errno.EPROTO, "a RELP frame larger than any response")
+            _quick_ack(self._sock)
             chunk = self._sock.recv(65536)
             if not chunk:
                 raise CollectorError(errno.ECONNRESET, "the collector closed the connection")
