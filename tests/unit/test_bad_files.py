@@ -35,6 +35,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"audit: {{dir: {root / 'decisions'}}}\n"
         f"reports: {{dir: {root / 'reports'}, key: {root / 'keys' / 'report.key'}, "
         f"anchorFile: {anchor_beside(root)}}}\n")
+    (root / "forward-https.yaml").write_text("audit:\n  forward:\n    url: https://collector.example:443\n")
     (root / "anchor-in-evidence.yaml").write_text(  # the old default layout: the anchor beside audit/
         f"audit: {{dir: {root / 'decisions'}}}\n"
         f"reports: {{dir: {root / 'reports'}, key: {root / 'keys' / 'report.key'}, "
@@ -60,6 +61,7 @@ CASES = [
      "reports.anchorFile " + "{bad}/anchor/reports-anchor.jsonl is inside {bad}, which holds audit.dir"),
     ("report --config {bad}/anchor-in-evidence.yaml --hour 2026-12-03T10", 1, "anchor-in-evidence.yaml",
      "on the same mount: whoever can write the evidence could rewrite the anchor too"),
+    ("serve --config {bad}/forward-https.yaml", 1, "forward-https.yaml:3", "audit/forward/url: 'https://"),
     ("audit verify --config {bad}/config.yaml", 1, "config.yaml:2", "invalid YAML"),
     ("audit verify --config {bad}/key-config.yaml", 1, "keys/report.key.pub", "not an Ed25519 public key in PEM"),
     ("audit seal --config {bad}/config.yaml --reason crash {bad}/segment.jsonl", 1, "config.yaml:2", "invalid YAML"),
