@@ -33,6 +33,12 @@ def render(values: dict[str, Any] | None = None, namespace: str = NAMESPACE,
 DEPLOY_VALUES: dict[str, Any] = {"certManager": {"enabled": True}}
 
 
+def notes(values: dict[str, Any] | None = None, namespace: str = NAMESPACE, release: str = "vgate") -> str:
+    """What `helm install` prints after installing (the chart's NOTES.txt, rendered)."""
+    manifests = helm.Chart.load(CHART).render(values or {}, name=release, namespace=namespace, is_install=True)
+    return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))
+
+
 def plain() -> str:
     header = ("# Rendered from charts/vgate by deploy/render.py with its default values and certManager.enabled=true "
               "(cert-manager issues the serving certificate and injects the CA): edit the chart, not this.\n")

@@ -30,6 +30,13 @@ def test_server_log_verifies_and_unwritable_log_denies(tmp_path, server, start_s
     assert "forged\\x0a2026-12-03 INFO vgate fake line" in broken.output()  # one record, one line
     metrics = broken.session.get(broken.url + "/metrics").text
     assert 'vgate_errors_total{endpoint="validate",reason="audit"} 2.0' in metrics
+    # /mutate follows audit.failureMode too (the docs once said it was /validate's alone): refused under
+    # deny; under allow, answered with its patch and the failure said.
+    mutated = broken.post("/mutate", review(pod(namespace="ml-training"), uid="m-1")).json()["response"]
+    assert mutated["allowed"] is False and "nothing is admitted unrecorded" in mutated["status"]["message"]
+    lenient = start_server(workers=1, audit_dir=blocked, config_text=shipped_config(audit={"failureMode": "allow"}))
+    mutated = lenient.post("/mutate", review(pod(namespace="ml-training"), uid="m-2")).json()["response"]
+    assert mutated["allowed"] is True and mutated.get("patch"), mutated
 
 
 def test_dry_runs_are_recorded_as_such(server):

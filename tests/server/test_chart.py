@@ -15,7 +15,7 @@ import deploy_invariants as check
 from helpers import K8S_VERSION, ROOT, trusted
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from render import CHART, plain
+from render import CHART, notes, plain
 from render import render as render_chart
 
 
@@ -273,6 +273,16 @@ def test_the_network_policy_is_opt_in_and_needs_the_api_servers_addresses():
         render({"networkPolicy": {"enabled": True}})
     policy = check.by_name(render(VALUE_SETS["network-policy"]))["NetworkPolicy/vgate"]
     assert policy["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+
+
+def test_the_install_notes_name_the_releases_own_objects():
+    """NOTES.txt once said deployment/vgate and the webhook configuration vgate whatever the release."""
+    printed = notes(trusted({}), namespace="platform-admission", release="platform")
+    objects = check.by_name(render({}, namespace="platform-admission", release="platform"))
+    assert "Deployment/platform-vgate" in objects and "ValidatingWebhookConfiguration/platform-vgate" in objects
+    assert "rollout status deployment/platform-vgate" in printed
+    assert "patch validatingwebhookconfiguration platform-vgate " in printed
+    assert "deployment/vgate" not in printed and "validatingwebhookconfiguration vgate " not in printed
 
 
 def test_two_releases_share_no_name():
