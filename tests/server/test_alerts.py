@@ -83,7 +83,8 @@ def firing(tmp_path: Path, scrapes: list[dict[str, float]], at_minutes: int, exp
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
     succeeding = f'kube_cronjob_status_last_successful_time{{cronjob="{report_writer()}",namespace="vgate-system"}}'
     writer = {"series": succeeding, "values": f"0+60x{at_minutes + 5}"}
-    tests = [{"interval": "1m", "input_series": [writer, *series(scrapes, at_minutes + 5)],
+    scraped = {"series": 'up{job="vgate",namespace="vgate-system"}', "values": f"1x{at_minutes + 5}"}  # Prometheus's
+    tests = [{"interval": "1m", "input_series": [writer, scraped, *series(scrapes, at_minutes + 5)],
               "alert_rule_test": [{"eval_time": f"{at_minutes}m", "alertname": rule["alert"], "exp_alerts": [
                   {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
                   if rule["alert"] in expected else []} for rule in rules]}]
@@ -233,6 +234,27 @@ def test_a_slow_policy_fires_slow_answers(start_server, tmp_path):
     assert scrapes[-1]['vgate_admission_duration_seconds_bucket{endpoint="validate",le="2.5"}'] < \
         scrapes[-1]['vgate_admission_duration_seconds_bucket{endpoint="validate",le="5.0"}'], scrapes[-1]
     firing(tmp_path, scrapes, 20, {"VgateSlowAnswers"})  # 2 errors a minute: under the error alert's 0.1/s
+
+
+def test_vgate_absent_fires_when_no_replica_is_up_or_scraped(tmp_path):
+    """VgateAbsent reads Prometheus's own up series for the chart's Service: every replica down (0), or
+    no series at all (nothing scraped), fires after 5 minutes; a replica up does not."""
+    rules = chart_rules()
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "vgate", "rules": rules}]}))
+    [rule] = [r for r in rules if r["alert"] == "VgateAbsent"]
+    assert rule["annotations"]["runbook_url"].endswith("docs/operators.md#break-glass-when-vgate-blocks-the-cluster")
+    fires = [{"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}]
+    up = 'up{job="vgate",namespace="vgate-system",instance="10.0.0.%d:9090"}'
+    cases = [([{"series": up % 1, "values": "0x20"}, {"series": up % 2, "values": "0x20"}], fires),
+             ([{"series": up.replace("vgate-system", "other") % 1, "values": "1x20"}], fires),
+             ([{"series": up % 1, "values": "0x20"}, {"series": up % 2, "values": "1x20"}], [])]
+    tests = [{"interval": "1m", "input_series": given,
+              "alert_rule_test": [{"eval_time": "10m", "alertname": "VgateAbsent", "exp_alerts": expected}]}
+             for given, expected in cases]
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
+    done = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_report_writer_alert_watches_the_charts_cronjob(tmp_path):

@@ -189,7 +189,7 @@ def test_monitoring_objects_alert_on_what_the_issue_names():
     alerts = {rule["alert"] for group in rendered["PrometheusRule/vgate"]["spec"]["groups"] for rule in group["rules"]}
     assert alerts == {"VgateWebhookErrors", "VgateDeniedUnrecorded", "VgateReloadFailing", "VgateReportMissing",
                       "VgateCertificateExpiring", "VgateSlowAnswers", "VgateSensitiveWorkloadDrift",
-                      "VgateForwardingBehind"}
+                      "VgateForwardingBehind", "VgateAbsent"}
 
 
 def test_deploy_is_the_charts_plain_rendering():
