@@ -40,7 +40,14 @@ def test_the_wheel_serves_as_an_unprivileged_user_from_a_read_only_install(world
     assert os.geteuid() == 0, "switching to uid 10001 needs root (CI runs as root)"
     tmp_path = world_readable_dir
     wheels, venv, app = tmp_path / "wheels", tmp_path / "venv", tmp_path / "app"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+    # From what the Dockerfile copies, as it copies it: a build from the checkout could take modules from
+    # a stale build/ the package list no longer names (webhook.forward went missing from the wheel so).
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "webhook", source / "webhook", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, capture_output=True)
     # The system Python, as the image's: a pyenv interpreter under /root is out of uid 10001's reach.
     python = shutil.which("python3.11", path="/usr/local/bin:/usr/bin")
