@@ -177,6 +177,7 @@ def _verify_forwarded(path: Path, pubkey: Path | None) -> None:
     from .forward.collected import verify_forwarded
     from .reports.anchor import signature_problem
     from .reports.keys import load_public_key
+    from .reports.verify import fingerprint
 
     try:
         check = verify_forwarded(path)
@@ -186,11 +187,15 @@ def _verify_forwarded(path: Path, pubkey: Path | None) -> None:
     except SourceError as error:
         raise click.ClickException(str(error)) from None
     if key is not None:
-        click.echo(f"anchor lines checked against {pubkey}")
-        for number, (line, text) in sorted(check.anchor.items()):
-            problem = signature_problem(text, key)
+        ours = fingerprint(key)[len("SHA256:"):][:16]
+        click.echo(f"anchor lines naming key {ours} checked against {pubkey}")
+        others = sorted({anchor_id for (anchor_id, _), (_, _, key_id) in check.anchor.items() if key_id != ours})
+        for (anchor_id, number), (line, text, key_id) in sorted(check.anchor.items()):
+            problem = signature_problem(text, key) if key_id == ours else None
             if problem:
-                check.findings.append(Finding(str(path), line, f"anchor line {number}: {problem}"))
+                check.findings.append(Finding(str(path), line, f"anchor {anchor_id} line {number}: {problem}"))
+        if others:
+            click.echo(f"anchors of other keys, not checked: {', '.join(others)}")
     else:
         click.echo("anchor lines' signatures not checked: pass --pubkey with the report key you hold")
     for finding in check.findings:

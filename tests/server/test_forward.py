@@ -335,10 +335,21 @@ def test_the_anchor_reaches_the_collector_and_bounds_a_lost_tail(tmp_path):
         scheduler = ReportScheduler(lambda: Config("t", document), lambda: POLICIES)
         scheduler.tick(datetime(2026, 12, 2, 11, 5, tzinfo=timezone.utc))
         assert scheduler.refused == []
+        other = tmp_path / "another-writer"  # a second report writer (its own key and anchor), same collector
+        (other / "reports").mkdir(parents=True)
+        (other / "reports" / FIRST_HOUR).write_text("2026-12-02T09\n")
+        (other / "audit").mkdir()
+        theirs = {**document, "audit": {**document["audit"], "dir": str(other / "audit")},
+                  "reports": {**document["reports"], "dir": str(other / "reports"),
+                              "key": str(other / "keys" / "r.key"), "anchorFile": str(anchor_beside(other))}}
+        ReportScheduler(lambda: Config("t", theirs), lambda: POLICIES).tick(datetime(2026, 12, 2, 11, 5,
+                                                                                     tzinfo=timezone.utc))
     finally:
         collector.kill()
     anchored = [raw for raw in collector.lines() if b" anchor [" in raw]
-    assert len(anchored) == len(anchor_beside(root).read_bytes().splitlines()) >= 1
+    ours = len(anchor_beside(root).read_bytes().splitlines())
+    assert len(anchored) == ours + len(anchor_beside(other).read_bytes().splitlines()) and ours >= 1
+    assert len({parse(raw).params["anchorId"] for raw in anchored}) == 2  # type: ignore[union-attr]
     check = verify_forwarded(collector.out)
     assert check.findings == [] and check.anchor_lines == len(anchored) and check.records == 6
     lines = collector.lines()
@@ -351,9 +362,10 @@ def test_the_anchor_reaches_the_collector_and_bounds_a_lost_tail(tmp_path):
     pubkey = root / "keys" / "r.key.pub"
     signed = subprocess.run([*VGATE, "audit", "verify", "--forwarded", str(collector.out), "--pubkey", str(pubkey)],
                             capture_output=True, text=True, timeout=60)
-    assert signed.returncode == 0 and "anchor lines checked against" in signed.stdout, signed.stdout + signed.stderr
+    assert signed.returncode == 0 and "checked against" in signed.stdout, signed.stdout + signed.stderr
+    assert "anchors of other keys, not checked: " in signed.stdout
     forged = tmp_path / "forged.log"  # the last anchor line's figures raised, by someone without the key
-    last = max(i for i, raw in enumerate(lines) if b" anchor [" in raw)
+    last = max(i for i, raw in enumerate(lines) if b" anchor [" in raw and b'"records":6' in raw)  # our hour
     forged.write_bytes(b"\n".join([*lines[:last], lines[last].replace(b'"records":6', b'"records":9'),
                                    *lines[last + 1:]]) + b"\n")
     assert b'"records":6' in lines[last]

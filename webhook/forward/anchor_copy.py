@@ -13,6 +13,7 @@ URL) sits beside the anchor, on the writer's own volume.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import socket
 import tempfile
@@ -41,10 +42,11 @@ def _delivered(anchor: Path, url: str) -> int:
     return int(saved.get("lines", 0)) if isinstance(saved, dict) and saved.get("url") == url else 0
 
 
-def forward_anchor(settings: ForwardSettings, anchor: Path,
+def forward_anchor(settings: ForwardSettings, anchor: Path, key_id: str,
                    link_factory: Callable[[ForwardSettings], Link] = connect) -> int:
-    """Send the anchor lines the collector does not have; return how many. OSError if it cannot
-    (the next run sends them: the cursor moves only once the collector has them)."""
+    """Send the anchor lines the collector does not have, each naming the key that signs them
+    (``key_id``); return how many. OSError if it cannot (the next run sends them: the cursor moves
+    only once the collector has them)."""
     try:
         lines = read_regular(anchor, DOCUMENT).splitlines()
     except FileNotFoundError:
@@ -55,7 +57,9 @@ def forward_anchor(settings: ForwardSettings, anchor: Path,
     host = socket.gethostname()  # the report writer's pod
     link = link_factory(settings)
     try:
-        link.send([anchor_message(line, number, host) for number, line in enumerate(lines[start:], start + 1)])
+        anchor_id = hashlib.sha256(lines[0]).hexdigest()[:16]  # this anchor, among any the collector hears
+        link.send([anchor_message(line, number, host, anchor_id, key_id)
+                   for number, line in enumerate(lines[start:], start + 1)])
         if link.settle_seconds:
             time.sleep(link.settle_seconds)
             if not link.alive():

@@ -34,6 +34,7 @@ class _Copy:
     digest: str  # sha256 of the record's line
     prev: str | None  # the digest it links (None: an oversize placeholder, whose record is not there)
     text: bytes | None = None  # an anchor line's bytes (what the report writer signed)
+    key_id: str = ""  # the key an anchor line says signs it
 
 
 @dataclass
@@ -47,21 +48,24 @@ class ForwardedCheck:
     other_lines: int = 0
     anchor_lines: int = 0
     findings: list[Finding] = field(default_factory=list)
-    anchor: dict[int, tuple[int, bytes]] = field(default_factory=dict)  # number -> (line in the file, the line)
+    # (anchor, line number) -> (line in the file, the line, the key it names): every writer's anchor lines
+    anchor: dict[tuple[str, int], tuple[int, bytes, str]] = field(default_factory=dict)
 
 
 def verify_forwarded(path: Path) -> ForwardedCheck:
     check = ForwardedCheck()
     copies: dict[str, dict[int, _Copy]] = {}
-    anchor: dict[int, _Copy] = {}
+    anchors: dict[str, dict[int, _Copy]] = {}  # by anchor: one collector may hear several report writers
     name = str(path)
     with os.fdopen(open_regular(path), "rb") as handle:
         for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
             message = parse(raw.rstrip(b"\r\n"))
             place = message.place if message else None
             if message is not None and message.msgid == "anchor" and message.params.get("anchor", "").isdigit():
-                _keep(anchor, int(message.params["anchor"]), _Copy(number, hashlib.sha256(message.msg).hexdigest(),
-                                                                    None), message.msg, check, name, "anchor line")
+                anchor_id = message.params.get("anchorId", "")
+                _keep(anchors.setdefault(anchor_id, {}), int(message.params["anchor"]),
+                      _Copy(number, hashlib.sha256(message.msg).hexdigest(), None, message.msg,
+                            message.params.get("keyId", "")), check, name, f"anchor {anchor_id} line")
                 continue
             if message is None or place is None:
                 check.other_lines += 1
@@ -72,22 +76,23 @@ def verify_forwarded(path: Path) -> ForwardedCheck:
                                                             "decision record vgate sent (not JSON, or no prev)"))
                 continue
             check.oversize += message.msgid == "oversize"
-            _keep(copies.setdefault(place[0], {}), place[1], copy, None, check, name, f"{place[0]} record")
+            _keep(copies.setdefault(place[0], {}), place[1], copy, check, name, f"{place[0]} record")
     check.segments = len(copies)
     check.records = sum(len(records) for records in copies.values())
-    check.anchor_lines = len(anchor)
-    check.anchor = {number: (copy.line, copy.text or b"") for number, copy in anchor.items()}
+    check.anchor_lines = sum(len(lines) for lines in anchors.values())
+    check.anchor = {(anchor_id, number): (copy.line, copy.text or b"", copy.key_id)
+                    for anchor_id, lines in anchors.items() for number, copy in lines.items()}
     _check_chains(name, copies, check.findings)
-    _check_anchor(name, anchor, copies, check.findings)
+    for anchor_id, lines in sorted(anchors.items()):
+        _check_anchor(name, anchor_id, lines, copies, check.findings)
     return check
 
 
-def _keep(held: dict[int, _Copy], number: int, copy: _Copy, line: bytes | None, check: ForwardedCheck, name: str,
-          what: str) -> None:
+def _keep(held: dict[int, _Copy], number: int, copy: _Copy, check: ForwardedCheck, name: str, what: str) -> None:
     """Keep the first copy of ``number``; count a byte-identical one again as a duplicate, name a different one."""
     earlier = held.get(number)
     if earlier is None:
-        held[number] = copy if line is None else _Copy(copy.line, copy.digest, None, line)
+        held[number] = copy
     elif earlier.digest == copy.digest:
         check.duplicates += 1
     else:
@@ -149,7 +154,7 @@ def _gaps(numbers: list[int]) -> list[str]:
     return gaps
 
 
-def _check_anchor(name: str, anchor: dict[int, _Copy], copies: dict[str, dict[int, _Copy]],
+def _check_anchor(name: str, anchor_id: str, anchor: dict[int, _Copy], copies: dict[str, dict[int, _Copy]],
                   findings: list[Finding]) -> None:
     """The forwarded anchor: its lines in turn and linked, and each hour's report against the copy:
     the log lines a report signed that the collector does not hold are named (a lost tail included)."""
@@ -157,7 +162,7 @@ def _check_anchor(name: str, anchor: dict[int, _Copy], copies: dict[str, dict[in
         return
     numbers = sorted(anchor)
     for gap in _gaps(numbers):
-        findings.append(Finding(name, None, f"the report writer's anchor: {gap.replace('record', 'line')} "
+        findings.append(Finding(name, None, f"the report writer's anchor {anchor_id}: {gap.replace('record', 'line')} "
                                             "missing from the collector's copy"))
     previous = GENESIS  # the anchor's first line links 64 zeros, as a new writer's first record does
     signed: dict[str, dict[str, Any]] = {}
@@ -165,11 +170,12 @@ def _check_anchor(name: str, anchor: dict[int, _Copy], copies: dict[str, dict[in
         copy = anchor[number]
         entry = orjson.loads(copy.text or b"null")
         if not isinstance(entry, dict):
-            findings.append(Finding(name, copy.line, f"anchor line {number} is not a JSON object"))
+            findings.append(Finding(name, copy.line, f"anchor {anchor_id} line {number} is not a JSON object"))
             continue
         if number - 1 in anchor or number == 1:
             if entry.get("prev") != previous:
-                findings.append(Finding(name, copy.line, f"anchor line {number} does not link line {number - 1}: "
+                findings.append(Finding(name, copy.line, f"anchor {anchor_id} line {number} does not link line "
+                                                         f"{number - 1}: "
                                                          "one of them was changed"))
         previous = copy.digest
         if entry.get("kind") == "hour" and isinstance(entry.get("hour"), str):

@@ -8,7 +8,9 @@ their hash chains from the collector's copy alone, so each message carries:
 - HOSTNAME: the replica that decided; APP-NAME ``vgate``; PROCID: the writer's process id;
 - MSGID: the endpoint and the decision (``validate-denied``, ``mutate-allowed``), the event of a
   record that is not a decision (``heartbeat``), ``oversize`` for
-  the placeholder of a record too large for the collector, ``anchor`` for a report writer's anchor line;
+  the placeholder of a record too large for the collector, ``anchor`` for a report writer's anchor line
+  (its structured data ``anchor`` (the line's number), ``anchorId`` (the first 16 hex digits of the
+  sha256 of that anchor's first line) and ``keyId`` (of the report key's SHA256 fingerprint));
 - structured data ``[vgate@32473 segment="…" seq="…"]``: the segment file and the record's line
   number in it (1-based), which make every duplicate recognisable; an oversize placeholder adds the
   record's ``sha256`` and ``bytes``. 32473 is the private enterprise number RFC 5612 reserves for
@@ -95,15 +97,16 @@ def record_message(line: bytes, segment: str, seq: int, writer_pid: str, max_byt
                     "oversize", placeholder, note), True
 
 
-def anchor_message(line: bytes, seq: int, host: str) -> bytes:
+def anchor_message(line: bytes, seq: int, host: str, anchor_id: str, key_id: str) -> bytes:
     """The message of the report writer's anchor line number ``seq`` (what it signed, forwarded so the
-    audit system holds its own copy of the anchor)."""
+    audit system holds its own copy of the anchor); ``anchor_id`` tells this writer's anchor from any
+    other one the collector hears (another cluster's, a test's), ``key_id`` which key signs it."""
     try:
         at = orjson.loads(line).get("at")
     except (orjson.JSONDecodeError, AttributeError):
         at = None
     return _message(FACILITY_LOG_AUDIT * 8 + 5, at if isinstance(at, str) else None, host, None, "anchor",
-                    {"anchor": str(seq)}, line)
+                    {"anchor": str(seq), "anchorId": anchor_id, "keyId": key_id}, line)
 
 
 def parse(raw: bytes) -> Forwarded | None:

@@ -36,7 +36,7 @@ from .history import genesis_hour, hour_directory, hours_between, logged_hours
 from .keys import ensure_key, load_private_key, public_key_path
 from .publication import complete_anchored
 from .sums import SUMS
-from .verify import verify_reports
+from .verify import fingerprint, verify_reports
 from .writer_lock import WRITER_LOCK, WriterLock, writer_lock
 
 log = logging.getLogger("vgate")
@@ -178,7 +178,8 @@ def _forward_anchor(config: Config, anchor: Anchor | None) -> str | None:
     if anchor is None or not config.audit.forward.url:
         return None
     try:
-        sent = forward_anchor(config.audit.forward, anchor.path)
+        key_id = fingerprint(load_private_key(Path(config.reports.key)).public_key())[len("SHA256:"):][:16]
+        sent = forward_anchor(config.audit.forward, anchor.path, key_id)
     except OSError as error:
         problem = (f"the anchor's new lines did not reach the audit system ({config.audit.forward.url}): "
                    f"{error.strerror or error}; the next run sends them")
