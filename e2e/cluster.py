@@ -367,6 +367,8 @@ def collector(server: str = "server") -> collectors.Rsyslog:
 
 def collector_component(server: str = "server") -> Component:
     rsyslog = collector(server)
+    # a SIGKILLed rsyslogd leaves its pid file, and refuses to start while that pid is alive (reused)
+    (COLLECTOR_DIR / "pid").unlink(missing_ok=True)
     config = COLLECTOR_DIR / "rsyslog.conf"
     config.write_text(rsyslog.config_text())
     return Component("collector", [collectors.RSYSLOGD, "-n", "-f", str(config), "-i", str(COLLECTOR_DIR / "pid")],
@@ -386,7 +388,6 @@ def _start_collector() -> dict[str, Any]:
     (COLLECTOR_DIR / "work").mkdir(parents=True, exist_ok=True)
     if not (COLLECTOR_DIR / "pki" / "client.key").exists():
         collectors.make_pki(COLLECTOR_DIR / "pki")
-    (COLLECTOR_DIR / "pid").unlink(missing_ok=True)
     collector_component().start()
     tls = COLLECTOR_DIR / "pki"
     return {"url": f"relp+tls://localhost:{COLLECTOR_PORT}", "caFile": str(tls / "ca.pem"),
