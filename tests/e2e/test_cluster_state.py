@@ -148,6 +148,60 @@ def test_vgate_eval_reads_the_live_namespaces_and_agrees_with_the_server(kube, t
     assert annotations[QUEUE] == stored_queue(kube, namespace, name) == "batch"
 
 
+def exec_kubeconfig(tmp_path, plugin_body: str):
+    """The admin kubeconfig with its client certificate given by an exec credential plugin instead
+    (as EKS, GKE and AKS kubeconfigs give theirs), the plugin named relative to the kubeconfig."""
+    import yaml
+
+    admin = yaml.safe_load(cluster.KUBECONFIG.read_text())
+    user = admin["users"][0]["user"]
+    plugin = tmp_path / "bin" / "credential-plugin"
+    plugin.parent.mkdir()
+    plugin.write_text("#!/usr/bin/env python3\n" + plugin_body.format(cert=user["client-certificate"],
+                                                                       key=user["client-key"], seen=tmp_path / "seen"))
+    plugin.chmod(0o755)
+    admin["users"][0]["user"] = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": "bin/credential-plugin",
+        "args": ["--cluster", "e2e"], "env": [{"name": "PLUGIN_MODE", "value": "e2e"}],
+        "interactiveMode": "IfAvailable", "provideClusterInfo": True}}
+    config = tmp_path / "exec.kubeconfig"
+    config.write_text(yaml.safe_dump(admin))
+    return config
+
+
+GOOD_PLUGIN = """import json, os, sys
+open("{seen}", "w").write(json.dumps({{"info": json.loads(os.environ["KUBERNETES_EXEC_INFO"]),
+                                       "args": sys.argv[1:], "mode": os.environ.get("PLUGIN_MODE")}}))
+status = {{"clientCertificateData": open("{cert}").read(), "clientKeyData": open("{key}").read()}}
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}}))
+"""
+
+
+def test_vgate_eval_reads_the_cluster_through_an_exec_credential_plugin(kube, tmp_path):
+    """`vgate eval --kubeconfig` with an exec plugin (it ignored them: EKS, GKE and AKS kubeconfigs use
+    them): the plugin runs as kubectl runs it, non-interactive, and its credential reads the cluster."""
+    namespace = annotated_namespace(kube, unique("exec-evaluated"), "batch")
+    name = unique("pod")
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(json.dumps({**plain_pod(name), "metadata": {"name": name, "namespace": namespace}}))
+    config = exec_kubeconfig(tmp_path, GOOD_PLUGIN)
+    offline = subprocess.run([*VGATE, "eval", "--kubeconfig", str(config), "-f", str(manifest), "-o", "json"],
+                             capture_output=True, text=True, timeout=120)
+    assert offline.returncode == 0, offline.stderr
+    [verdict] = json.loads(offline.stdout)
+    [annotations] = [op["value"] for op in verdict["patch"] if op["path"] == "/metadata/annotations"]
+    assert annotations[QUEUE] == "batch"  # the live namespace's annotation: read with the plugin's credential
+    seen = json.loads((tmp_path / "seen").read_text())
+    assert seen["info"]["spec"]["interactive"] is False and seen["info"]["spec"]["cluster"]["server"]
+    assert seen["args"] == ["--cluster", "e2e"] and seen["mode"] == "e2e"
+    failing = exec_kubeconfig(tmp_path / "failing", "import sys\nsys.exit('token expired: run aws sso login')\n")
+    refused = subprocess.run([*VGATE, "eval", "--kubeconfig", str(failing), "-f", str(manifest)],
+                             capture_output=True, text=True, timeout=120)
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "token expired: run aws sso login" in lines[0] and "credential-plugin" in lines[0], lines
+
+
 def assert_follows_the_annotation(kube: Kube, namespace: str, refusal: Callable[[], str]) -> None:
     """Refused as the training queue's (vgate-low is not its class), admitted while the namespace is
     annotated batch (whose class it is), refused again once the annotation is gone."""

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 import requests
+import requests.auth
 import yaml
 
 MANAGED = "app.kubernetes.io/managed-by=vgate"
@@ -58,6 +61,15 @@ class ApiServer:
         session.verify = _file(cluster, "certificate-authority", written) or True
         if "token" in user:
             session.headers["Authorization"] = "Bearer " + user["token"]
+        if user.get("exec"):  # a credential plugin (aws eks get-token, gke-gcloud-auth-plugin, kubelogin)
+            plugin = ExecPlugin(user["exec"], Path(path).resolve().parent, cluster)
+            credential = plugin.credential()
+            if credential.get("clientCertificateData") and credential.get("clientKeyData"):
+                user = {**user, "client-certificate-data": base64.b64encode(
+                    credential["clientCertificateData"].encode()).decode(),
+                        "client-key-data": base64.b64encode(credential["clientKeyData"].encode()).decode()}
+            if credential.get("token"):
+                session.auth = plugin
         certificate, key = _file(user, "client-certificate", written), _file(user, "client-key", written)
         if certificate and key:
             session.cert = (certificate, key)
@@ -95,6 +107,58 @@ class ApiServer:
             for line in response.iter_lines():
                 if line:
                     yield orjson.loads(line)
+
+
+class ExecPlugin(requests.auth.AuthBase):
+    """A kubeconfig user's ``exec`` credential plugin (client.authentication.k8s.io v1 or v1beta1), as
+    kubectl runs it: the command (relative to the kubeconfig's directory when it names a path) with its
+    args and env, told in KUBERNETES_EXEC_INFO that nobody can answer a prompt; its ExecCredential's
+    token is sent as a bearer token, asked again once it expires (an EKS token lives 15 minutes, and
+    the server's cluster state watches for days), its client certificate and key used as a pair."""
+
+    def __init__(self, spec: dict[str, Any], base: Path, cluster: dict[str, Any]) -> None:
+        self.spec, self.base, self.cluster = spec, base, cluster
+        self._token: str | None = None
+        self._expires: datetime | None = None
+
+    def credential(self) -> dict[str, Any]:
+        """Run the plugin; its ExecCredential's status. ValueError if it fails or answers nothing usable."""
+        if self.spec.get("interactiveMode") == "Always":
+            raise ValueError("the kubeconfig's exec plugin needs a terminal (interactiveMode Always): vgate has none")
+        command = str(self.spec.get("command") or "")
+        if "/" in command and not Path(command).is_absolute():
+            command = str(self.base / command)
+        api_version = self.spec.get("apiVersion") or "client.authentication.k8s.io/v1"
+        info: dict[str, Any] = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+        if self.spec.get("provideClusterInfo"):
+            info["spec"]["cluster"] = {"server": self.cluster.get("server"),
+                                       "certificate-authority-data": self.cluster.get("certificate-authority-data")}
+        env = {**os.environ, **{item["name"]: item["value"] for item in self.spec.get("env") or []},
+               "KUBERNETES_EXEC_INFO": orjson.dumps(info).decode()}
+        try:
+            done = subprocess.run([command, *map(str, self.spec.get("args") or [])], env=env, capture_output=True,
+                                  stdin=subprocess.DEVNULL, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ValueError(f"the kubeconfig's exec plugin {command} could not run: {error}") from None
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["nothing"]
+            raise ValueError(f"the kubeconfig's exec plugin {command} failed ({done.returncode}): {said[0][:300]}")
+        try:
+            status = orjson.loads(done.stdout)["status"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise ValueError(f"the kubeconfig's exec plugin {command} printed no ExecCredential") from None
+        if not isinstance(status, dict) or not (status.get("token") or status.get("clientKeyData")):
+            raise ValueError(f"the kubeconfig's exec plugin {command} gave neither a token nor a client key")
+        self._token = status.get("token")
+        expires = status.get("expirationTimestamp")
+        self._expires = datetime.fromisoformat(expires.replace("Z", "+00:00")) if expires else None
+        return status
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        if self._token is None or (self._expires is not None and datetime.now(timezone.utc) >= self._expires):
+            self.credential()
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
 
 
 def _file(section: dict[str, Any], key: str, written: list[str]) -> str | None:
