@@ -156,7 +156,7 @@ def exec_kubeconfig(tmp_path, plugin_body: str):
     admin = yaml.safe_load(cluster.KUBECONFIG.read_text())
     user = admin["users"][0]["user"]
     plugin = tmp_path / "bin" / "credential-plugin"
-    plugin.parent.mkdir()
+    plugin.parent.mkdir(parents=True)
     plugin.write_text("#!/usr/bin/env python3\n" + plugin_body.format(cert=user["client-certificate"],
                                                                        key=user["client-key"], seen=tmp_path / "seen"))
     plugin.chmod(0o755)
