@@ -14,13 +14,13 @@ forwarding on, a record leaves the volume only once the audit system has it.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from .durable import replace_durably
 from .regular_files import read_regular
 
 FORWARD_DIR = ".forward"
@@ -68,22 +68,9 @@ class Cursor:
         """Write the cursor durably, keeping only the segments still ``present`` on the volume."""
         keep = set(present)
         self.segments = {name: at for name, at in self.segments.items() if name in keep}
-        directory = self.path.parent
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        data = orjson.dumps({"url": self.url, "segments": {name: {"offset": at.offset, "records": at.records}
-                                                            for name, at in sorted(self.segments.items())}})
-        fd, scratch = tempfile.mkstemp(prefix=".cursor-", dir=directory)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(scratch, self.path)
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_durably(self.path, orjson.dumps({"url": self.url, "segments": {
+            name: {"offset": at.offset, "records": at.records} for name, at in sorted(self.segments.items())}}))
 
 
 def undelivered(audit_dir: Path, url: str, segment: Path) -> bool:

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import socket
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
+from ..audit.durable import replace_durably
 from ..audit.regular_files import DOCUMENT, read_regular
 from ..core.config import ForwardSettings
 from ..core.errors import CollectorError
@@ -67,11 +66,5 @@ def forward_anchor(settings: ForwardSettings, anchor: Path, key_id: str,
                                                        "lines settled")
     finally:
         link.close()
-    fd, scratch = tempfile.mkstemp(prefix=".forwarded-", dir=anchor.parent)
-    try:
-        os.write(fd, orjson.dumps({"url": settings.url, "lines": len(lines)}))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(scratch, cursor_path(anchor))
+    replace_durably(cursor_path(anchor), orjson.dumps({"url": settings.url, "lines": len(lines)}))
     return len(lines) - start

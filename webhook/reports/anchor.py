@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..audit.durable import fsync_path
 from ..audit.log import append_whole
 from ..audit.regular_files import DOCUMENT, NotRegular, read_regular
 from ..audit.verify import Finding
@@ -36,7 +37,6 @@ from ..core import hours
 from ..core.config import Config
 from ..core.errors import NotReportable
 from .anchor_place import anchor_path
-from .durable import fsync_path
 from .keys import sign, signature_valid
 from .sums import digest_of
 

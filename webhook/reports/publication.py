@@ -23,9 +23,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..audit.durable import fsync_path
 from ..audit.regular_files import read_regular, sha256_regular
 from .anchor import Anchor
-from .durable import fsync_path
 from .history import place_directory
 from .keys import signature_valid
 from .staged import Staged

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from .durable import fsync_path
+from ..audit.durable import fsync_path
 
 FILE_MODE = 0o640  # readable by the writer and its group (auditors), no one else
 

@@ -1,0 +1,32 @@
+"""Making evidence survive a crash: a file or directory fsync'd by path, and a small file replaced whole.
+
+The report writer publishes with these; the forwarder keeps its cursors with them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a directory (so a rename or a new entry in it is durable)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # never a planted link or FIFO
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_durably(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` whole or keeps what it held, after a crash too: written to a new file
+    beside it (never through a planted link), fsync'd, renamed over it, the directory fsync'd."""
+    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(scratch, path)
+    fsync_path(path.parent)
