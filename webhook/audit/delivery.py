@@ -64,6 +64,13 @@ class Cursor:
     def get(self, segment: str) -> Delivered:
         return self.segments.get(segment, Delivered())
 
+    def behind(self, segment: Path) -> bool:
+        """Whether ``segment`` holds bytes the collector does not have yet (none if it is gone)."""
+        try:
+            return self.get(segment.name).offset < os.lstat(segment).st_size
+        except FileNotFoundError:
+            return False
+
     def save(self, present: Iterable[str]) -> None:
         """Write the cursor durably, keeping only the segments still ``present`` on the volume."""
         keep = set(present)
@@ -75,14 +82,10 @@ class Cursor:
 
 def undelivered(audit_dir: Path, url: str, segment: Path) -> bool:
     """Whether ``segment`` holds bytes the collector at ``url`` does not have yet."""
-    try:
-        size = os.lstat(segment).st_size
-    except FileNotFoundError:
-        return False
-    return Cursor.load(audit_dir, url).get(segment.name).offset < size
+    return Cursor.load(audit_dir, url).behind(segment)
 
 
 def fully_delivered(audit_dir: Path, url: str) -> bool:
     """Whether the collector at ``url`` has every segment of the log whole (tests and the bench wait on it)."""
     cursor = Cursor.load(audit_dir, url)
-    return all(cursor.get(path.name).offset >= os.lstat(path).st_size for path in audit_dir.glob("decisions-*.jsonl"))
+    return not any(cursor.behind(path) for path in audit_dir.glob("decisions-*.jsonl"))

@@ -37,8 +37,8 @@ log = logging.getLogger("vgate")
 BATCH_RECORDS = 256
 BATCH_BYTES = 1 << 20
 MAX_LINE_BYTES = 8 << 20
-RETRY_SECONDS = (1.0, 30.0)
-_TIME = re.compile(rb'^\{"time":"([^"]+)"')  # the first wait after a failure, and the longest
+RETRY_SECONDS = (1.0, 30.0)  # the first wait after a failure, and the longest
+_TIME = re.compile(rb'^\{"time":"([^"]+)"')  # a record's time: decision records begin with it
 
 
 STATUS = "status.json"  # in .forward/: what the delivering process last saw, for every worker's /readyz
@@ -74,7 +74,8 @@ class Forwarder:
         self.audit_dir = Path(audit_dir)
         self._connect = link_factory
         self._observe = observe  # the server's metrics, after every pass
-        self._lines: dict[str, tuple[int, int]] = {}  # per segment: bytes counted so far, and their lines
+        # per segment behind the cursor: where counting started (the cursor's offset), how far it got, the lines
+        self._lines: dict[str, tuple[int, int, int]] = {}
         self._link: Link | None = None
         self._cursor = Cursor.load(self.audit_dir, settings.url)
         self._position: dict[str, Delivered] = dict(self._cursor.segments)
@@ -86,33 +87,42 @@ class Forwarder:
     def deliver(self) -> int:
         """One pass: every whole, durable record past the cursor sent; returns how many were sent.
         Raises OSError (the collector away, refusing, too slow): the next pass starts from the cursor."""
+        present = self._segments()  # listed once a pass: what is sent, saved and measured
         try:
-            return self._deliver()
+            return self._deliver(present)
         except OSError as error:
             self._drop(error)
             raise
         finally:
-            self._measure(self._segments())
+            self._measure(present)
             self._publish()
 
-    def _deliver(self) -> int:
+    def _deliver(self, present: dict[Path, int]) -> int:
         if self._link is None:
             self._link = self._connect(self.settings)
-        self._settle()
+        self._settle(present)
         sent = 0
-        present = self._segments()
-        for path in present:
+        for path, size in present.items():
+            if self._position.get(path.name, Delivered()).offset >= size:
+                continue  # the collector has all it held when listed: not even opened
             while batch := self._read(path):
-                lines, end = batch
-                sent += self._send(path, lines, end)
-        self._settle()
+                sent += self._send(path, *batch)
+                self._settle(present)
+        self._settle(present)
         return sent
 
-    def _segments(self) -> list[Path]:
-        """The decision log's segments, oldest hour first."""
-        found = [(match["hour"], path.name, path) for path in self.audit_dir.glob("decisions-*.jsonl")
-                 if (match := SEGMENT.match(path.name))]
-        return [path for _, _, path in sorted(found)]
+    def _segments(self) -> dict[Path, int]:
+        """The decision log's segments, oldest hour first, with their sizes when listed."""
+        found = []
+        for path in self.audit_dir.glob("decisions-*.jsonl"):
+            match = SEGMENT.match(path.name)
+            try:
+                size = os.lstat(path).st_size
+            except FileNotFoundError:
+                continue  # pruned meanwhile
+            if match:
+                found.append((match["hour"], path.name, path, size))
+        return {path: size for _, _, path, size in sorted(found)}
 
     def _read(self, path: Path) -> tuple[list[bytes], int] | None:
         """The next whole lines of ``path`` past its position (at most a batch), durable; and the
@@ -155,11 +165,11 @@ class Forwarder:
         self._position[path.name] = position
         self._unsettled.append(_Batch(time.monotonic(), {path.name: position}, len(lines)))
         self.counters.delivered += len(lines)
-        self._settle()
         return len(lines)
 
-    def _settle(self) -> None:
-        """Move the saved cursor past every batch the collector has had for ``settle_seconds``."""
+    def _settle(self, present: dict[Path, int]) -> None:
+        """Move the saved cursor past every batch the collector has had for ``settle_seconds``; it keeps
+        only the ``present`` segments."""
         assert self._link is not None
         now = time.monotonic()
         settled = [batch for batch in self._unsettled if now - batch.accepted_at >= self._link.settle_seconds]
@@ -170,7 +180,7 @@ class Forwarder:
         self._unsettled = self._unsettled[len(settled):]
         if settled or self._unsaved:
             self._unsaved = True  # until it is on disk: a full volume fails the save, the next pass retries
-            self._cursor.save(path.name for path in self._segments())
+            self._cursor.save(path.name for path in present)
             self._unsaved = False
 
     def _drop(self, error: OSError) -> None:
@@ -185,34 +195,38 @@ class Forwarder:
         self._unsettled = []
         self._position = dict(self._cursor.segments)
 
-    def _measure(self, present: list[Path]) -> None:
+    def _measure(self, present: dict[Path, int]) -> None:
         """The backlog: records and bytes the saved cursor does not cover, and the oldest one's time.
-        Lines are counted once each (per segment, only the bytes added since the last pass)."""
+        Only undelivered bytes are read, each once while the cursor stays put (a segment the collector
+        has whole is not opened; what the cursor moves past is not counted again)."""
         records = size = 0
         oldest = 0.0
-        for path in present:
+        counts: dict[str, tuple[int, int, int]] = {}
+        for path, length in present.items():
+            at = self._cursor.get(path.name)
+            if at.offset >= length:
+                continue
+            size += length - at.offset
+            start, counted, lines = self._lines.get(path.name, (at.offset, at.offset, 0))
+            if start != at.offset:  # the cursor moved: count from it again
+                start, counted, lines = at.offset, at.offset, 0
             try:
                 fd = open_regular(path)
             except (NotRegular, FileNotFoundError):
                 continue
             try:
-                length = os.fstat(fd).st_size
-                counted, lines = self._lines.get(path.name, (0, 0))
                 while counted < length:
-                    chunk = os.pread(fd, BATCH_BYTES, counted)
+                    chunk = os.pread(fd, min(BATCH_BYTES, length - counted), counted)
                     if not chunk:
                         break
                     counted, lines = counted + len(chunk), lines + chunk.count(b"\n")
-                self._lines[path.name] = (counted, lines)
-                at = self._cursor.get(path.name)
-                if at.offset < length:
-                    size += length - at.offset
-                    records += max(lines - at.records, 0)
-                    if not oldest:
-                        oldest = _time_of(os.pread(fd, 256, at.offset))
+                if not oldest:
+                    oldest = _time_of(os.pread(fd, 256, at.offset))
             finally:
                 os.close(fd)
-        self._lines = {name: count for name, count in self._lines.items() if name in {p.name for p in present}}
+            counts[path.name] = (start, counted, lines)
+            records += lines
+        self._lines = counts
         self.counters.backlog_records, self.counters.backlog_bytes = records, size
         self.counters.oldest_undelivered = oldest
 
