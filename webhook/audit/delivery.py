@@ -7,7 +7,7 @@ for a while (syslog over TLS: ``forward.transport``). It lives in the audit dire
 new pod or another replica carries on where delivery stopped; it names the collector it counts
 for, and a different URL starts from the beginning of the log (at least once, never less).
 
-Retention never prunes a segment the cursor does not cover whole (``undelivered``): with
+Retention never prunes a segment the cursor does not cover whole (``Cursor.behind``): with
 forwarding on, a record leaves the volume only once the audit system has it.
 """
 
@@ -78,11 +78,6 @@ class Cursor:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         replace_durably(self.path, orjson.dumps({"url": self.url, "segments": {
             name: {"offset": at.offset, "records": at.records} for name, at in sorted(self.segments.items())}}))
-
-
-def undelivered(audit_dir: Path, url: str, segment: Path) -> bool:
-    """Whether ``segment`` holds bytes the collector at ``url`` does not have yet."""
-    return Cursor.load(audit_dir, url).behind(segment)
 
 
 def fully_delivered(audit_dir: Path, url: str) -> bool:

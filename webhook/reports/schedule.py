@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..audit.delivery import undelivered
+from ..audit.delivery import Cursor
 from ..audit.log import SEGMENT
 from ..audit.regular_files import open_regular
 from ..core import hours
@@ -224,6 +224,7 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, no
     cutoff = now - timedelta(days=retention_days)
     removed: list[Path] = []
     verified: dict[datetime, bool] = {}  # an hour has a segment per writer: verify its report once
+    delivery = Cursor.load(audit_dir, forward_url) if forward_url else None  # read once, not per segment
     if not audit_dir.is_dir():
         return removed
     for segment in sorted(audit_dir.glob("decisions-*.jsonl")):
@@ -240,7 +241,7 @@ def prune(audit_dir: Path, reports_dir: Path, retention_days: int, key: Path, no
         if not verified[hour]:
             log.warning("keeping %s past retention: its report does not verify", segment.name)
             continue
-        if forward_url and undelivered(audit_dir, forward_url, segment):
+        if delivery is not None and delivery.behind(segment):
             log.warning("keeping %s past retention: the audit system (%s) does not have all of it yet",
                         segment.name, forward_url)
             continue
