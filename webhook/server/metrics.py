@@ -26,6 +26,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from ..forward.forwarder import Counters
 from .runtime import metrics_dir
 
 
@@ -105,17 +106,16 @@ class Metrics:
             multiprocess_mode="livemax", registry=self.registry)
         self._forwarded = (0, 0, 0)  # delivered, oversize, failures already counted
 
-    def observe_forwarding(self, delivered: int, oversize: int, failures: int, backlog_records: int,
-                           backlog_bytes: int, oldest: float) -> None:
-        """The forwarder's running totals and backlog (``forward.forwarder.Counters``) as metrics."""
+    def observe_forwarding(self, counters: Counters) -> None:
+        """The forwarder's running totals and backlog as metrics (its ``observe`` hook)."""
         done, big, failed = self._forwarded
-        self.forward_records.labels("delivered").inc(max(delivered - done, 0))
-        self.forward_records.labels("oversize").inc(max(oversize - big, 0))
-        self.forward_failures.inc(max(failures - failed, 0))
-        self._forwarded = (max(delivered, done), max(oversize, big), max(failures, failed))
-        self.forward_backlog_records.set(backlog_records)
-        self.forward_backlog_bytes.set(backlog_bytes)
-        self.forward_oldest.set(oldest)
+        self.forward_records.labels("delivered").inc(max(counters.delivered - done, 0))
+        self.forward_records.labels("oversize").inc(max(counters.oversize - big, 0))
+        self.forward_failures.inc(max(counters.failures - failed, 0))
+        self._forwarded = (max(counters.delivered, done), max(counters.oversize, big), max(counters.failures, failed))
+        self.forward_backlog_records.set(counters.backlog_records)
+        self.forward_backlog_bytes.set(counters.backlog_bytes)
+        self.forward_oldest.set(counters.oldest_undelivered)
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's metrics, and its content type."""

@@ -114,9 +114,7 @@ def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
         ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
     audit = live.current.config.audit
     if audit.forward.url:  # read at start; one process of all replicas delivers (the volume's lock)
-        Forwarder(audit.forward, audit.dir, observe=lambda counters: metrics.observe_forwarding(
-            counters.delivered, counters.oversize, counters.failures, counters.backlog_records,
-            counters.backlog_bytes, counters.oldest_undelivered)).run_forever()
+        Forwarder(audit.forward, audit.dir, observe=metrics.observe_forwarding).run_forever()
     log.info("worker %d ready: policy revision %s", os.getpid(), live.current.revision)
     return Endpoints(live, metrics, probes=not probe_port), live
 
