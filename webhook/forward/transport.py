@@ -98,6 +98,7 @@ def _closed_by_peer(sock: socket.socket) -> bool:
     if not readable:
         return False
     if isinstance(sock, ssl.SSLSocket) and sock.pending() == 0:
+        timeout = sock.gettimeout()
         try:
             sock.setblocking(False)
             sock.recv(1)  # a collector that sends data is not one this link speaks to
@@ -107,7 +108,7 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         except OSError:
             return True
         finally:
-            sock.settimeout(TIMEOUT_SECONDS)
+            sock.settimeout(timeout)  # the link's own deadline, as connect set it
     return True
 
 
