@@ -8,6 +8,7 @@ syslog-ng's package conflicts with rsyslog's, so it is not installed: ``.ci/run`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -167,3 +168,38 @@ class SyslogNg(Rsyslog):
             env={**os.environ, "LD_LIBRARY_PATH": str(libraries)})
         self._wait_listening()
         return self
+
+
+Records = dict[tuple[str, int], str]  # (segment, line number) -> sha256 of the record's line
+
+
+def local_records(audit: Path) -> Records:
+    """Every record the local decision log holds."""
+    held = {}
+    for segment in sorted(audit.glob("decisions-*.jsonl")):
+        for number, line in enumerate(segment.read_bytes().splitlines(), start=1):
+            held[(segment.name, number)] = hashlib.sha256(line).hexdigest()
+    return held
+
+
+def collected_records(lines: list[bytes]) -> tuple[Records, int, list[bytes]]:
+    """What a collector's lines hold of the log (each record's first copy), how many copies were
+    byte-identical duplicates, and the lines that are no record or differ from their first copy."""
+    from webhook.forward.message import parse
+
+    held: Records = {}
+    duplicates, strays = 0, []
+    for raw in lines:
+        message = parse(raw)
+        if message is None or message.place is None:
+            strays.append(raw)
+            continue
+        digest = hashlib.sha256(message.msg).hexdigest()
+        first = held.get(message.place)
+        if first is None:
+            held[message.place] = digest
+        elif first == digest:
+            duplicates += 1
+        else:
+            strays.append(raw)
+    return held, duplicates, strays

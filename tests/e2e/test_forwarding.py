@@ -6,18 +6,17 @@ clean. vgate answers the API server throughout."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
 import time
 
 from e2e import build, cluster
+from e2e.collectors import Records, collected_records, local_records
 from e2e.kube import Kube
 from e2e.waiting import eventually
 from webhook.audit.delivery import fully_delivered
 from webhook.forward.forwarder import RETRY_SECONDS
-from webhook.forward.message import parse
 
 from test_admission import TRAINING, pod, unique
 
@@ -38,22 +37,9 @@ def kill_collector() -> None:
     eventually(lambda: not cluster.running("collector"), timeout=20)
 
 
-def local_records() -> dict[tuple[str, int], str]:
-    held = {}
-    for segment in sorted(AUDIT.glob("decisions-*.jsonl")):
-        for number, line in enumerate(segment.read_bytes().splitlines(), start=1):
-            held[(segment.name, number)] = hashlib.sha256(line).hexdigest()
-    return held
-
-
-def collected() -> dict[tuple[str, int], str]:
-    held: dict[tuple[str, int], str] = {}
+def collected() -> Records:
     out = cluster.COLLECTOR_DIR / "collected.log"
-    for raw in out.read_bytes().splitlines() if out.exists() else []:
-        message = parse(raw)
-        if message is not None and message.place is not None:
-            held.setdefault(message.place, hashlib.sha256(message.msg).hexdigest())
-    return held
+    return collected_records(out.read_bytes().splitlines() if out.exists() else [])[0]  # anchor lines aside
 
 
 def delivered() -> bool:
@@ -87,7 +73,7 @@ def test_the_audit_system_gets_every_decision_through_outages_and_a_wrong_certif
     cluster.collector_component().start()
     eventually(delivered, timeout=120)
 
-    local = local_records()
+    local = local_records(AUDIT)
     held = collected()
     missing = sorted(set(local) - set(held))
     assert not missing and all(held[place] == digest for place, digest in local.items()), missing[:5]

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from e2e.collectors import Rsyslog, SyslogNg, make_pki
+from e2e.collectors import Records, Rsyslog, SyslogNg, collected_records, local_records, make_pki
 from webhook.audit.delivery import Cursor, fully_delivered
 from webhook.audit.log import DecisionLog
 from webhook.core.config import ForwardSettings
@@ -55,25 +55,11 @@ def write_records(audit: Path, count: int, replica: str = "r1", note: str = "x")
     return log
 
 
-def local_records(audit: Path) -> dict[tuple[str, int], str]:
-    """(segment, line number) -> sha256 of every record the local log holds."""
-    held = {}
-    for segment in sorted(audit.glob("decisions-*.jsonl")):
-        for number, line in enumerate(segment.read_bytes().splitlines(), start=1):
-            held[(segment.name, number)] = hashlib.sha256(line).hexdigest()
-    return held
-
-
-def collected(collector: Rsyslog) -> tuple[dict[tuple[str, int], str], int]:
-    """What the collector's file holds of them, and how many copies were duplicates."""
-    held: dict[tuple[str, int], str] = {}
-    duplicates = 0
-    for raw in collector.lines():
-        message = parse(raw)
-        assert message is not None and message.place is not None, raw[:200]
-        digest = hashlib.sha256(message.msg).hexdigest()
-        duplicates += message.place in held
-        assert held.setdefault(message.place, digest) == digest
+def collected(collector: Rsyslog) -> tuple[Records, int]:
+    """What the collector's file holds of the log, and how many copies were duplicates: every line a
+    record, every copy of one identical to its first."""
+    held, duplicates, strays = collected_records(collector.lines())
+    assert strays == [], strays[:3]
     return held, duplicates
 
 
