@@ -6,7 +6,6 @@ The report writer publishes with these; the forwarder keeps its cursors with the
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -19,14 +18,16 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def replace_durably(path: Path, data: bytes) -> None:
+def replace_durably(path: Path, data: bytes, mode: int = 0o600) -> None:
     """``path`` holds ``data`` whole or keeps what it held, after a crash too: written to a new file
-    beside it (never through a planted link), fsync'd, renamed over it, the directory fsync'd."""
-    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    beside it (``mode``; created exclusively, never through a planted link), fsync'd, renamed over it,
+    the directory fsync'd."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(scratch, path)
+    os.replace(temporary, path)
     fsync_path(path.parent)

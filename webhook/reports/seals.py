@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..audit.durable import replace_durably
 from ..audit.regular_files import SMALL, NotRegular, open_regular, read_regular
 from ..core.errors import NothingToSeal
 from .keys import sign, signature_valid
@@ -47,20 +48,9 @@ def seal_segment(segment: Path, reason: str, key: Ed25519PrivateKey, now: dateti
     body = orjson.dumps({**statement, "reason": reason, "sealedAt": now.isoformat(timespec="seconds")},
                         option=orjson.OPT_SORT_KEYS)
     path = seal_path(segment)
-    _replace(path.with_name(path.name + ".sig"), sign(key, body))
-    _replace(path, body)
+    replace_durably(path.with_name(path.name + ".sig"), sign(key, body), 0o640)  # auditors' group reads seals
+    replace_durably(path, body, 0o640)
     return path
-
-
-def _replace(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, path)
 
 
 def acknowledged(segment: Path, key: Ed25519PublicKey) -> Seal | None:
