@@ -97,6 +97,22 @@ class ApiServer:
         document: dict[str, Any] = orjson.loads(response.content)  # a page of 500 pods: ~2x faster than json
         return document
 
+    def replace(self, path: str, document: dict[str, Any]) -> dict[str, Any]:
+        """PUT: an update that fails with 409 when ``document``'s resourceVersion is no longer the object's."""
+        response = self.session.put(f"{self.url}{path}", data=orjson.dumps(document),
+                                    headers={"Content-Type": "application/json"}, timeout=30)
+        response.raise_for_status()
+        replaced: dict[str, Any] = orjson.loads(response.content)
+        return replaced
+
+    def json_patch(self, path: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        """An RFC 6902 patch (its ``test`` operations make it fail, 422, when the object moved under it)."""
+        response = self.session.patch(f"{self.url}{path}", data=orjson.dumps(operations),
+                                      headers={"Content-Type": "application/json-patch+json"}, timeout=30)
+        response.raise_for_status()
+        patched: dict[str, Any] = orjson.loads(response.content)
+        return patched
+
     def watch(self, path: str, resource_version: str, timeout_seconds: int) -> Iterator[dict[str, Any]]:
         """The watch events after ``resource_version``, until the server ends the watch."""
         params = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",

@@ -15,6 +15,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -25,6 +26,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from ..core.errors import CertificateError
 
 CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE = "ca.crt", "ca.key", "tls.crt", "tls.key"
+BACKDATE = datetime.timedelta(minutes=5)  # certificates are valid from this long before they are made: clocks differ
 
 
 @dataclass(frozen=True)
@@ -67,34 +69,55 @@ def write_certs(directory: str | Path, service: str, namespace: str, days: int =
             Path(ca_dir).mkdir(parents=True, exist_ok=True)
             write_atomically(Path(ca_dir) / CA_FILE, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
             write_atomically(Path(ca_dir) / CA_KEY_FILE, private_pem(ca_key), 0o600)
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    names = service_names(service, namespace)
-    server_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}.{namespace}.svc")]))
-        .issuer_name(ca_cert.subject)
-        .public_key(server_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
-                                              else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    server_cert, server_key = sign_serving(ca_cert, ca_key, f"{service}.{namespace}.svc",
+                                           [*service_names(service, namespace), "127.0.0.1"],
+                                           min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc),
+                                           client=client)
     write_atomically(paths.ca, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     write_atomically(paths.cert, server_cert.public_bytes(serialization.Encoding.PEM), 0o644)
     write_atomically(paths.key, private_pem(server_key), 0o600)
     return paths
 
 
-def new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def sign_serving(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, common_name: str,
+                 hosts: list[str], not_after: datetime.datetime, *, client: bool = False,
+                 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A new key (P-256) and its certificate for ``hosts`` (DNS names, or IP addresses as written),
+    signed by the CA, valid from ``BACKDATE`` ago until ``not_after``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
+                                              else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([_general_name(host) for host in dict.fromkeys(hosts)]),
+                       critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _general_name(host: str) -> x509.GeneralName:
+    """An IP address SAN for an address, a DNS name SAN for anything else."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def new_ca(common_name: str, now: datetime.datetime,
+           days: float) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A self-signed CA (P-256) valid for ``days`` from ``now``: vgate's own, and the e2e control plane's."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -103,7 +126,7 @@ def new_ca(common_name: str, now: datetime.datetime, days: int) -> tuple[x509.Ce
         .subject_name(name).issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
@@ -149,6 +172,11 @@ def is_matching_pair(cert_pem: bytes, key_pem: bytes) -> bool:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except ValueError:
         return False
+    return same_public_key(cert, key)
+
+
+def same_public_key(cert: x509.Certificate, key: Any) -> bool:
+    """Whether the private ``key`` is the one whose public half ``cert`` carries."""
     raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     return bool(cert.public_key().public_bytes(*raw) == key.public_key().public_bytes(*raw))
 
