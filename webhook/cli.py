@@ -89,9 +89,29 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
               help="Write each closed hour's compliance report from the server (one replica wins each hour).")
 @click.option("--reload-interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
               help="Seconds between checks for changed config, policies, exceptions (and SIGHUP).")
+@click.option("--tls-secret", metavar="NAMESPACE/NAME",
+              help="Keep the serving certificate in this Secret instead of --certs: a CA and certificate made when "
+                   "missing, renewed before they expire, the CA written into --ca-inject's webhook configurations "
+                   "(the chart's default; docs/operators.md, Certificates).")
+@click.option("--tls-service", default="vgate", show_default=True,
+              help="With --tls-secret: the Service whose names (NAME.NAMESPACE.svc, ...) the certificate carries.")
+@click.option("--tls-host", "tls_hosts", multiple=True, metavar="HOST",
+              help="With --tls-secret: another name or address for the certificate (the host of webhooks.url).")
+@click.option("--ca-inject", "ca_inject", multiple=True, metavar="mutating/NAME|validating/NAME",
+              help="With --tls-secret: a webhook configuration whose caBundle is kept to the Secret's CAs.")
+@click.option("--tls-validity", default="2160h", show_default=True, help="With --tls-secret: a certificate's life.")
+@click.option("--tls-renew-before", default="720h", show_default=True,
+              help="With --tls-secret: renew the certificate this long before it expires.")
+@click.option("--ca-validity", default="87600h", show_default=True, help="With --tls-secret: a CA's life.")
+@click.option("--ca-renew-before", default="8760h", show_default=True,
+              help="With --tls-secret: add a new CA this long before the newest expires.")
+@click.option("--ca-settle", default="5m", show_default=True,
+              help="With --tls-secret: how long a new CA is trusted by the webhook configurations before it signs.")
 def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, workers: int, threads: int,
           server_kind: str, access_log: bool, metrics_bind: str | None, log_format: str, opa_url: str | None,
-          opa_timeout: float, hourly_reports: bool, reload_interval: float) -> None:
+          opa_timeout: float, hourly_reports: bool, reload_interval: float, tls_secret: str | None,
+          tls_service: str, tls_hosts: tuple[str, ...], ca_inject: tuple[str, ...], tls_validity: str,
+          tls_renew_before: str, ca_validity: str, ca_renew_before: str, ca_settle: str) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS with granian.
 
     Config, policies and exceptions are reloaded without a restart on SIGHUP and when their files
@@ -101,11 +121,23 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     from .server.launch import ServeOptions
     from .server.launch import serve as launch
     from .server.log_format import configure
+    from .server.managed_certs import ManagedSettings, parse_duration
 
     configure(log_format=log_format)
+    managed = None
+    if tls_secret:
+        try:
+            managed = ManagedSettings(tls_secret, tls_service, tls_hosts, ca_inject, parse_duration(tls_validity),
+                                      parse_duration(tls_renew_before), parse_duration(ca_validity),
+                                      parse_duration(ca_renew_before), parse_duration(ca_settle))
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+        if managed.problems():
+            raise click.BadParameter("; ".join(managed.problems()))
     try:
         launch(ServeOptions(config_path, policy_dir, cert_dir, bind, workers, threads, server_kind, access_log,
-                            metrics_bind, log_format, opa_url, opa_timeout, hourly_reports, reload_interval))
+                            metrics_bind, log_format, opa_url, opa_timeout, hourly_reports, reload_interval,
+                            managed))
     except (SourceError, StartError) as error:
         raise click.ClickException(str(error)) from None
 

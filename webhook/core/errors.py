@@ -7,6 +7,7 @@
     │   ├── KeyFileError     a report key (or its .pub) that is no readable Ed25519 PEM key
     │   └── CertificateError a serving certificate and key, or the kept CA, unreadable or mismatched
     ├── StartError           `vgate serve` cannot start (a port it cannot listen on)
+    ├── CertificateManagerError the API server refused or did not answer the keeper of vgate's own certificate
     ├── WatchExpired         a watch's resourceVersion is gone (410): the informer lists again
     ├── RequestError         an HTTP request we refuse: carries the status (400, 413)
     ├── AuditError           a decision could not be made durable (answered per audit.failureMode)
@@ -67,6 +68,17 @@ class CertificateError(SourceError):
 
 class StartError(VgateError):
     """`vgate serve` cannot start for a reason other than a file: a port it cannot listen on."""
+
+
+class CertificateManagerError(VgateError):
+    """The serving certificate's Secret or a webhook configuration could not be read or written.
+
+    ``transient``: the API server did not answer or was busy (worth waiting for), not a refusal.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class WatchExpired(VgateError):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..core.errors import CertificateError, StartError
 from .certs import CertPaths, is_matching_pair, write_certs
+from .managed_certs import ManagedSettings
 from .runtime import RuntimeDir
 
 log = logging.getLogger("vgate")
@@ -36,6 +37,7 @@ class ServeOptions:
     opa_timeout: float
     hourly_reports: bool
     reload_interval: float
+    managed: ManagedSettings | None = None  # --tls-secret: the certificate is kept in a Secret, not --certs
 
 
 def serve(options: ServeOptions) -> None:
@@ -47,10 +49,13 @@ def serve(options: ServeOptions) -> None:
     settings = Settings(options.config_path, options.policy_dir, options.opa_url, options.opa_timeout,
                         options.reload_interval, options.hourly_reports, options.threads,
                         direct=options.server_kind != "granian-flask")
-    server_config = load_gateway(settings, Metrics(), audit=False).config.server
+    config = load_gateway(settings, Metrics(), audit=False).config
+    server_config = config.server
     forget_this_process()
     paths = CertPaths.under(options.cert_dir)
-    if not paths.exist():
+    if options.managed:
+        paths = _keep_certificate(options.managed, config.cluster.kubeconfig, runtime)
+    elif not paths.exist():
         write_certs(options.cert_dir, "vgate", "vgate-system")
         log.warning("no TLS certificates in %s: generated development certificates there (CA: %s)",
                     options.cert_dir, paths.ca)
@@ -81,6 +86,22 @@ def serve(options: ServeOptions) -> None:
                     server_config.client_ca)
     serve_granian(runtime, settings, options.bind, options.workers, paths, limits, options.access_log,
                   options.log_format)
+
+
+def _keep_certificate(managed: ManagedSettings, kubeconfig: str | None, runtime: RuntimeDir) -> CertPaths:
+    """The serving pair kept in the Secret (``--tls-secret``), as it is after the first look."""
+    from ..cluster.api import ApiServer
+    from ..core.errors import CertificateManagerError
+    from .managed_certs import ManagedCertificate
+
+    keeper = ManagedCertificate(managed, lambda: ApiServer.from_kubeconfig(kubeconfig) if kubeconfig
+                                else ApiServer.in_cluster(), runtime.root / "managed-tls")
+    try:
+        paths = keeper.start()
+    except CertificateManagerError as error:
+        raise StartError(f"--tls-secret {managed.secret}: {error}") from None
+    log.info("serving the certificate kept in Secret %s", managed.secret)
+    return paths
 
 
 def _read_pair(paths: CertPaths) -> tuple[bytes, bytes]:
