@@ -28,8 +28,8 @@ def render(values: dict[str, Any] | None = None, namespace: str = NAMESPACE,
             for document in yaml.safe_load_all(text) if document]
 
 
-# The chart will not render without a CA the API server can trust (a webhook it cannot call would
-# refuse every pod): deploy/ takes cert-manager's, the one way that needs no per-cluster value.
+# deploy/ takes cert-manager's certificate: kustomize users have cert-manager, and its manifests then
+# need no Secret that vgate writes (the chart's default keeps vgate's own).
 DEPLOY_VALUES: dict[str, Any] = {"certManager": {"enabled": True}}
 
 

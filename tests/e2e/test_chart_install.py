@@ -14,7 +14,7 @@ import yaml
 from e2e import charts
 from e2e.kube import Kube
 
-from helpers import ROOT, trusted
+from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "deploy"))
 from render import render
@@ -26,7 +26,7 @@ from test_chart import CUSTOM_GROUPS, VALUE_SETS
 @pytest.mark.parametrize("name", list(VALUE_SETS))
 def test_the_api_server_takes_every_rendered_object(kube: Kube, name: str) -> None:
     values = {**VALUE_SETS[name], "priorityClasses": {"create": False}}
-    objects = [o for o in render(trusted(values), namespace=charts.VGATE_NAMESPACE, release=f"chart-{name}")
+    objects = [o for o in render(values, namespace=charts.VGATE_NAMESPACE, release=f"chart-{name}")
                if not o["apiVersion"].startswith(CUSTOM_GROUPS)]
     assert objects and not [o for o in objects if o["kind"] == "PriorityClass"]
     created = kube.run("create", "--dry-run=server", "-f", "-", input_text=yaml.safe_dump_all(objects))

@@ -20,12 +20,13 @@ from render import render as render_chart
 
 
 def render(values: dict | None = None, namespace: str = "vgate-system", release: str = "vgate") -> list[dict]:
-    """The chart rendered with ``values``, trusting a CA (the chart refuses to render without one)."""
-    return render_chart(trusted(values or {}), namespace=namespace, release=release)
+    """The chart rendered with ``values``, as `helm template` renders them."""
+    return render_chart(values or {}, namespace=namespace, release=release)
 
 
 VALUE_SETS = {
     "defaults": {},
+    "given-ca": trusted({}),
     "cert-manager": {"certManager": {"enabled": True}},
     "existing-claim": {"audit": {"existingClaim": "shared-evidence"},
                        "reportWriter": {"anchor": {"existingClaim": "writer-anchor"}}},
@@ -62,7 +63,7 @@ def rendering(request):
 
 @pytest.mark.parametrize("name", list(VALUE_SETS))
 def test_the_chart_lints_clean_for_every_value_set(name):
-    report = helm.lint(CHART, trusted(VALUE_SETS[name]), strict=True, namespace=NAMESPACE, kube_version="v1.35.0")
+    report = helm.lint(CHART, VALUE_SETS[name], strict=True, namespace=NAMESPACE, kube_version="v1.35.0")
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
 
@@ -259,11 +260,35 @@ def test_the_dashboard_and_alerts_query_only_metrics_vgate_exposes():
     assert "audit" in emitted and selected <= emitted, selected - emitted
 
 
-def test_the_chart_refuses_to_render_a_webhook_the_api_server_cannot_trust():
-    """No caBundle and no cert-manager: the fail-closed webhook would refuse every pod; say the two ways."""
-    with pytest.raises(helm.errors.HelmRenderError) as refused:
-        render_chart({})
-    assert "tls.caBundle" in str(refused.value) and "certManager.enabled=true" in str(refused.value)
+def test_the_default_install_keeps_its_own_certificate_with_least_privilege():
+    """No caBundle and no cert-manager (the default, as `helm template` with no values renders it): the
+    pods keep the certificate in a Secret the chart creates empty, and may touch that Secret and the
+    release's two webhook configurations only; the webhooks carry no caBundle until vgate writes it."""
+    rendered = check.by_name(render({}, namespace=NAMESPACE))
+    args = rendered["Deployment/vgate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--tls-secret={NAMESPACE}/vgate-tls" in args and "--tls-service=vgate" in args
+    assert {"--ca-inject=mutating/vgate", "--ca-inject=validating/vgate"} <= set(args)
+    assert not any(a.startswith("--certs") for a in args)
+    pod = rendered["Deployment/vgate"]["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is True
+    assert not any(v.get("secret", {}).get("secretName") == "vgate-tls" for v in pod["volumes"])
+    assert rendered["Secret/vgate-tls"].get("data") is None and rendered["Secret/vgate-tls"]["type"] == "Opaque"
+    assert rendered["Role/vgate-certificate"]["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["vgate-tls"], "verbs": ["get", "update"]}]
+    assert rendered["ClusterRole/vgate-ca-injection"]["rules"] == [
+        {"apiGroups": ["admissionregistration.k8s.io"],
+         "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+         "resourceNames": ["vgate"], "verbs": ["get", "patch"]}]
+    for binding in ("RoleBinding/vgate-certificate", "ClusterRoleBinding/vgate-ca-injection"):
+        assert rendered[binding]["subjects"] == [{"kind": "ServiceAccount", "name": "vgate", "namespace": NAMESPACE}]
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert all("caBundle" not in w["clientConfig"] for w in rendered[f"{kind}/vgate"]["webhooks"])
+    by_url = render({"webhooks": {"url": "https://192.0.2.10:8443/"}})
+    [deployment] = [o for o in by_url if o["kind"] == "Deployment" and o["metadata"]["name"] == "vgate"]
+    assert "--tls-host=192.0.2.10" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    for other in (VALUE_SETS["cert-manager"], VALUE_SETS["given-ca"]):  # the Secret is theirs, and no RBAC on it
+        assert not any(key.startswith(("Role/", "ClusterRole/vgate-ca")) or key == "Secret/vgate-tls"
+                       for key in check.by_name(render(other)))
     assert "Cg==" not in plain()  # deploy/ takes cert-manager's CA
 
 
@@ -277,7 +302,7 @@ def test_the_network_policy_is_opt_in_and_needs_the_api_servers_addresses():
 
 def test_the_install_notes_name_the_releases_own_objects():
     """NOTES.txt once said deployment/vgate and the webhook configuration vgate whatever the release."""
-    printed = notes(trusted({}), namespace="platform-admission", release="platform")
+    printed = notes({}, namespace="platform-admission", release="platform")
     objects = check.by_name(render({}, namespace="platform-admission", release="platform"))
     assert "Deployment/platform-vgate" in objects and "ValidatingWebhookConfiguration/platform-vgate" in objects
     assert "rollout status deployment/platform-vgate" in printed
@@ -337,7 +362,7 @@ def test_the_background_audit_may_list_every_kind_it_judges_and_reads_and_write_
     from webhook.background.scan import SCANNED
     from webhook.cluster.state import KINDS as STATE_KINDS
 
-    objects = render(trusted({"backgroundAudit": {"publishPolicyReports": publish}}))
+    objects = render({"backgroundAudit": {"publishPolicyReports": publish}})
     [role] = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "vgate-audit"]
     allowed = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
                for resource in rule["resources"] for verb in rule["verbs"]}
@@ -357,7 +382,7 @@ def test_the_background_audit_may_list_every_kind_it_judges_and_reads_and_write_
 def test_the_report_writer_may_list_the_cluster_for_its_snapshot_and_no_more(snapshot: bool):
     from webhook.background.scan import SCANNED
 
-    objects = render(trusted({"reportWriter": {"snapshot": snapshot}}))
+    objects = render({"reportWriter": {"snapshot": snapshot}})
     roles = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "vgate-report-writer"]
     [cronjob] = [o for o in objects if o["kind"] == "CronJob"]
     token = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["automountServiceAccountToken"]

@@ -99,12 +99,20 @@ clientConfig:
     path: {{ .path }}
     port: 443
   {{- end }}
-  {{- if not .root.Values.certManager.enabled }}
-  {{- if not .root.Values.tls.caBundle }}
-  {{- fail "vgate: the API server must trust vgate's certificate, or every pod creation is refused behind the fail-closed webhook: set tls.caBundle (base64 of the CA that signed tls.secretName, e.g. from `vgate certs`), or certManager.enabled=true" }}
-  {{- end }}
+  {{- if eq (include "vgate.tlsMode" .root) "given" }}
   caBundle: {{ .root.Values.tls.caBundle }}
   {{- end }}
+{{- end }}
+
+{{/* Who makes the serving certificate and puts its CA into the webhook configurations:
+"given" (tls.caBundle: the operator, e.g. with `vgate certs`), "cert-manager", or "self" (the default:
+vgate's pods keep it in tls.secretName and inject the CA, as Gatekeeper's cert-controller does). */}}
+{{- define "vgate.tlsSecret" -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "vgate.fullname" .)) -}}
+{{- end }}
+
+{{- define "vgate.tlsMode" -}}
+{{- if .Values.certManager.enabled -}}cert-manager{{- else if .Values.tls.caBundle -}}given{{- else -}}self{{- end -}}
 {{- end }}
 
 {{- define "vgate.webhookAnnotations" -}}
