@@ -103,15 +103,16 @@ def vgate_objects(values: dict[str, Any]) -> VgateObjects:
     config = yaml.safe_load(by_name[("ConfigMap", "vgate-config")]["data"]["vgate.yaml"])
     return VgateObjects(
         [_namespace(VGATE_NAMESPACE), *(o for o in objects if o["kind"] not in NOT_INSTALLED)],
-        [o for o in objects if o["kind"] in WEBHOOK_KINDS], config, _policy_files(objects))
+        [o for o in objects if o["kind"] in WEBHOOK_KINDS], config, policy_files(objects))
 
 
-def _policy_files(objects: list[dict[str, Any]]) -> dict[str, str]:
+def policy_files(objects: list[dict[str, Any]], fullname: str = "vgate") -> dict[str, str]:
     """The policies directory as the kubelet projects the chart's ConfigMap (its volume's key -> path items)."""
-    config_map = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "vgate-policies")
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    name = f"{fullname}-policies"
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name)
+    deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == fullname)
     volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"]
-                  if v.get("configMap", {}).get("name") == "vgate-policies")
+                  if v.get("configMap", {}).get("name") == name)
     return {item["path"]: config_map["data"][item["key"]] for item in volume["configMap"]["items"]}
 
 
