@@ -271,8 +271,9 @@ def test_vgate_serve_forwards_every_decision(start_server, tmp_path):
         for n in range(10):
             response = server.post("/validate", review(pod(f"p{n}")))
             assert response.status_code == 200
+        # every record of the local log, the ten decisions and the workers' own events, until all are held
         deadline = time.monotonic() + 30
-        while len(collector.lines()) < 10 and time.monotonic() < deadline:
+        while collected(collector)[0] != local_records(server.audit_dir) and time.monotonic() < deadline:
             time.sleep(0.2)
         held, duplicates = collected(collector)
         local = local_records(server.audit_dir)
