@@ -93,3 +93,29 @@ def test_the_image_serves_hardened_with_its_evaluator_child(served):
     assert answer["allowed"] is False  # judged by the policies, in the container
     segments = list((tmp_path / "audit").glob("decisions-*.jsonl"))
     assert segments and all(p.stat().st_uid == 10001 for p in segments)
+
+
+def test_a_container_stopped_while_start_up_waits_for_the_api_server_ends_on_sigterm(image, tmp_path):
+    """As PID 1, a process ignores a signal it has no handler for: vgate waiting for the API server
+    (--tls-secret, none answering) once let SIGTERM pass, and was killed after podman's grace period
+    (exit 137), as the kubelet would after terminationGracePeriodSeconds. It now ends on SIGTERM (143)."""
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("token")
+    (account / "ca.crt").write_text("")
+    name = f"vgate-stop-{free_port()}"
+    started = podman("run", "-d", "--name", name, *HARDENED, "--tmpfs", "/tmp",
+                     "-v", f"{account}:/var/run/secrets/kubernetes.io/serviceaccount:ro",
+                     "-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", "KUBERNETES_SERVICE_PORT=9",
+                     image, "serve", "--no-hourly-reports", "--tls-secret=vgate-system/vgate-tls")
+    assert started.returncode == 0, started.stderr
+    try:
+        deadline = time.monotonic() + 60
+        while "trying again" not in podman("logs", name).stderr and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "trying again" in podman("logs", name).stderr  # waiting for the API server
+        podman("stop", "-t", "20", name, timeout=60)
+        code = podman("inspect", name, "--format", "{{.State.ExitCode}}").stdout.strip()
+        assert code == "143", (code, podman("logs", name).stderr[-1500:])
+    finally:
+        podman("rm", "-f", name)

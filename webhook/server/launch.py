@@ -9,6 +9,7 @@ exist, the probe port, then the server that runs the workers.
 from __future__ import annotations
 
 import logging
+import signal
 from dataclasses import dataclass
 
 from ..core.errors import CertificateError, StartError
@@ -43,6 +44,9 @@ class ServeOptions:
 def serve(options: ServeOptions) -> None:
     """Run the server until SIGTERM; raise SourceError (a file) or StartError (a port) before it starts."""
     runtime = RuntimeDir.create()  # before prometheus_client is imported: every worker writes its samples there
+    # As a container's PID 1, a signal without a handler is ignored: until granian installs its own,
+    # SIGTERM (a pod deleted while start-up waits for the API server) must still end the process.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     from .metrics import Metrics, forget_this_process
     from .wiring import Settings, build_app, load_gateway
 
@@ -86,6 +90,10 @@ def serve(options: ServeOptions) -> None:
                     server_config.client_ca)
     serve_granian(runtime, settings, options.bind, options.workers, paths, limits, options.access_log,
                   options.log_format)
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _keep_certificate(managed: ManagedSettings, kubeconfig: str | None, runtime: RuntimeDir) -> CertPaths:
