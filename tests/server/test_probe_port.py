@@ -54,13 +54,14 @@ def test_a_probe_port_in_use_is_one_line_not_a_traceback(start_server):
 
 
 def test_ready_only_while_every_live_worker_recently_said_so(tmp_path):
-    def report(pid: int, code: int, age: float = 0.0) -> None:
-        body = {"status": "ready"} if code == 200 else {"error": "decision log unavailable", "status": code}
+    def report(pid: int, code: int, age: float = 0.0, revision: str = "r1") -> None:
+        body = {"status": "ready", "policyRevision": revision} if code == 200 else {
+            "error": "decision log unavailable", "status": code}
         (tmp_path / f"{pid}.json").write_text(json.dumps({"code": code, "body": body, "written": time.time() - age}))
 
     assert _aggregate(tmp_path)[0] == 503  # nobody reported yet
     report(os.getpid(), 200)
-    assert _aggregate(tmp_path) == (200, {"status": "ready"})
+    assert _aggregate(tmp_path) == (200, {"status": "ready", "policyRevision": "r1", "policyRevisions": ["r1"]})
     report(os.getppid(), 503)
     assert _aggregate(tmp_path) == (503, {"error": "decision log unavailable", "status": 503})
     report(os.getppid(), 200, age=60)
@@ -69,3 +70,5 @@ def test_ready_only_while_every_live_worker_recently_said_so(tmp_path):
     dead = 4_000_000  # above Linux's pid_max: no such process
     report(dead, 503)
     assert _aggregate(tmp_path)[0] == 200 and not (tmp_path / f"{dead}.json").exists()
+    report(os.getppid(), 200, revision="r2")  # one worker has reloaded, the other not yet: both named
+    assert _aggregate(tmp_path)[1]["policyRevisions"] == ["r1", "r2"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +39,15 @@ def write_status(live: LiveGateway) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps({"code": code, "body": body, "written": time.time()}))
     os.replace(temporary, path)
+
+
+class _ProbeServer(ThreadingHTTPServer):
+    """A prober that hangs up first (a load balancer's health check resets the connection once it has
+    the status line) is no error: http.server would print a traceback to stderr for each one."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
@@ -71,14 +81,16 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds: not logged
             return
 
-    server = ThreadingHTTPServer(host_and_port(bind), Handler)
+    server = _ProbeServer(host_and_port(bind), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="vgate-probes", daemon=True).start()
     return server
 
 
 def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
-    """Ready while every live worker says so, recently; the first reason otherwise."""
+    """Ready while every live worker says so, recently; the first reason otherwise. A ready answer
+    names every live worker's policy revision (``policyRevisions``): after an edit, one revision
+    there means every worker judges by the new set (each reloads on its own look)."""
     reports = []
     for path in sorted(status_dir.glob("*.json")):
         if not running(int(path.stem)):
@@ -95,5 +107,6 @@ def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
             return 503, {"error": "a worker has not reported for over 30 s", "status": 503}
         if report["code"] != 200:
             return report["code"], report["body"]
-    return 200, reports[0]["body"]
+    revisions = sorted({str(report["body"].get("policyRevision")) for report in reports})
+    return 200, {**reports[0]["body"], "policyRevisions": revisions}
 
