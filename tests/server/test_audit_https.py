@@ -21,7 +21,7 @@ def test_server_log_verifies_and_unwritable_log_denies(tmp_path, server, start_s
     assert vgate_verify(server.audit_dir).returncode == 0
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("a file where the decision log directory should be")
-    broken = start_server(workers=1, audit_dir=blocked)
+    broken = start_server(workers=1, audit_dir=blocked, ready_path="/healthz")  # unready from the start
     broken.post("/validate", review(pod(), uid="forged\n2026-12-03 INFO vgate fake line"))
     response = broken.post("/validate", review(pod(), uid="unrecorded")).json()["response"]
     assert response["allowed"] is False and response["status"]["code"] == 500
@@ -34,7 +34,8 @@ def test_server_log_verifies_and_unwritable_log_denies(tmp_path, server, start_s
     # deny; under allow, answered with its patch and the failure said.
     mutated = broken.post("/mutate", review(pod(namespace="ml-training"), uid="m-1")).json()["response"]
     assert mutated["allowed"] is False and "nothing is admitted unrecorded" in mutated["status"]["message"]
-    lenient = start_server(workers=1, audit_dir=blocked, config_text=shipped_config(audit={"failureMode": "allow"}))
+    lenient = start_server(workers=1, audit_dir=blocked, config_text=shipped_config(audit={"failureMode": "allow"}),
+                           ready_path="/healthz")
     mutated = lenient.post("/mutate", review(pod(namespace="ml-training"), uid="m-2")).json()["response"]
     assert mutated["allowed"] is True and mutated.get("patch"), mutated
 
@@ -93,16 +94,21 @@ def test_kill_9_loses_no_answered_decision(tmp_path, start_server):
 
 
 def test_readyz_drains_a_replica_whose_log_fails_and_recovers_by_itself(tmp_path, start_server):
-    """After audit.unreadyAfterFailures failed writes /readyz answers 503 (the Service stops sending
-    admission requests there); once the volume takes writes again it is ready, with no restart."""
+    """A decision log it cannot write at start (the volume not there, another uid's, full): /readyz
+    answers 503 from the first probe, naming the directory and why (the Service never sends it an
+    admission request to refuse); once the volume takes writes again it is ready, with no restart."""
     audit = tmp_path / "audit-volume"
     audit.write_text("the volume is not there: a file where the log directory should be")
-    server = start_server(workers=1, audit_dir=audit, config_text=shipped_config(audit={"unreadyAfterFailures": 2}))
-    for n in range(2):
-        assert server.post("/validate", review(pod(), uid=f"lost-{n}")).json()["response"]["allowed"] is False
+    server = start_server(workers=1, audit_dir=audit, config_text=shipped_config(audit={"unreadyAfterFailures": 2}),
+                          ready_path="/healthz")
     ready = server.session.get(server.url + "/readyz", timeout=10)
     assert ready.status_code == 503
-    assert ready.json() == {"error": "decision log unavailable: 2 writes failed in a row", "status": 503}
+    assert ready.json() == {"error": f"decision log unavailable in {audit}: File exists "
+                                     "(2 more writes failed than succeeded)", "status": 503}
+    assert f"cannot write the decision log in {audit} (File exists)" in server.output()
+    for n in range(2):
+        assert server.post("/validate", review(pod(), uid=f"lost-{n}")).json()["response"]["allowed"] is False
+    assert server.session.get(server.url + "/readyz", timeout=10).status_code == 503
     audit.unlink()
     audit.mkdir()  # the volume is back
     assert server.session.get(server.url + "/readyz", timeout=10).status_code == 200

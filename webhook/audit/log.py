@@ -36,6 +36,7 @@ from ..core.errors import AuditError
 GENESIS = "0" * 64
 SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")
 _WAIT_SECONDS = 10.0
+PROBE_BYTES = 64 * 1024  # the recovery probe's write: a batch of records' worth, so page tails do not count
 
 
 def segment_writers(names: Iterable[str]) -> set[str]:
@@ -86,25 +87,29 @@ class DecisionLog:
         self._fd: int | None = None
         self._hour: str | None = None
         self._prev = GENESIS
-        self.failures_in_a_row = 0  # kept by the gateway: /readyz drains the replica past a limit
+        self.failure_balance = 0  # failures less successes (at least 0), kept by the gateway for /readyz
 
     def probe(self) -> bool:
-        """Whether the log's directory takes a durable write now (a scratch file, removed at once).
+        """Whether the log's directory takes a durable write now (``unwritable`` says why not).
 
         Lets a replica that stopped taking traffic after failed writes see that the volume is back
         without writing a record that no decision made."""
+        return self.unwritable() is None
+
+    def unwritable(self) -> str | None:
+        """Why the log's directory takes no durable write of ``PROBE_BYTES`` now (a scratch file,
+        removed at once: room for a batch of records, not merely the last page of a file); None if it does."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, scratch = tempfile.mkstemp(prefix=".probe-", dir=self.directory)
             try:
-                os.write(fd, b"probe\n")
-                os.fsync(fd)
+                append_whole(fd, b"\0" * PROBE_BYTES)
             finally:
                 os.close(fd)
                 os.unlink(scratch)
-        except OSError:
-            return False
-        return True
+        except OSError as error:
+            return error.strerror or str(error)
+        return None
 
     @property
     def writer(self) -> str:

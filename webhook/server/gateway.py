@@ -188,21 +188,25 @@ class Gateway:
         except AuditError as exc:
             log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
             self.metrics.errors.labels(entry["endpoint"], "audit").inc()
-            self.decisions.failures_in_a_row += 1
+            self.decisions.failure_balance += 1
             return False
-        self.decisions.failures_in_a_row = 0
+        # a success outweighs one failure, not all: a nearly full volume takes small records into the
+        # last page of a segment and refuses the rest, and must not look writable for it
+        self.decisions.failure_balance = max(0, self.decisions.failure_balance - 1)
         return True
 
     def audit_unready(self) -> str | None:
-        """Why this replica should take no traffic: its decision log failed too often in a row and
-        still takes no write. None when ready (recovering by itself once the volume is back)."""
+        """Why this replica should take no traffic: its decision log failed more often than it succeeded,
+        by the limit, and still takes no write. None when ready (recovering by itself once the volume is back)."""
         limit = self.config.audit.unready_after_failures
-        if self.decisions is None or self.decisions.failures_in_a_row < limit:
+        if self.decisions is None or self.decisions.failure_balance < limit:
             return None
-        if self.decisions.probe():
-            self.decisions.failures_in_a_row = 0
+        reason = self.decisions.unwritable()
+        if reason is None:
+            self.decisions.failure_balance = 0
             return None
-        return f"decision log unavailable: {self.decisions.failures_in_a_row} writes failed in a row"
+        return (f"decision log unavailable in {self.decisions.directory}: {reason} "
+                f"({self.decisions.failure_balance} more writes failed than succeeded)")
 
 
 # Every kind /validate or /mutate judges; anything else is counted as "other".

@@ -87,6 +87,13 @@ def load_gateway(settings: Settings, metrics: Metrics, *, audit: bool = True,
             engine.inventory = cluster.versioned_inventory
     mirror = sys.stdout.fileno() if config.audit.mirror_to_stdout else None
     decisions = DecisionLog(config.audit.dir, mirror_fd=mirror) if audit else None
+    if decisions is not None and (reason := decisions.unwritable()):
+        # unready from the start (a volume of another uid, no fsGroup, read-only, full): a replica that
+        # first reported ready would take requests only to refuse them unrecorded
+        log.error("cannot write the decision log in %s (%s): it must be writable by uid %d gid %d (in the "
+                  "chart, the pod's fsGroup); not ready until it is", config.audit.dir, reason, os.getuid(),
+                  os.getgid())
+        decisions.failure_balance = config.audit.unready_after_failures
     exceptions, rejected = load_configured_exceptions(config.exceptions, datetime.now(timezone.utc))
     for error in rejected:
         log.error("policy exception rejected: %s", error)

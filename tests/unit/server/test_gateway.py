@@ -44,10 +44,11 @@ class FakeDecisionLog:
     def __init__(self, broken: bool = False) -> None:
         self.records: list[dict[str, Any]] = []
         self.broken = broken
-        self.failures_in_a_row = 0
+        self.failure_balance = 0
+        self.directory = Path("/app/audit")
 
-    def probe(self) -> bool:
-        return not self.broken
+    def unwritable(self) -> str | None:
+        return "No space left on device" if self.broken else None
 
     def record(self, entry: dict[str, Any]) -> None:
         if self.broken:
@@ -172,13 +173,30 @@ def test_the_decision_record_stays_bounded_and_metric_labels_come_from_a_fixed_s
     assert 'kind="other"' in exposition and "Widgetw" not in exposition
 
 
+def test_a_log_that_takes_one_write_in_three_still_drains_the_replica():
+    """A nearly full volume: small records still fit into a segment's last page, most do not. Once a
+    success reset the count, and such a replica refusing two thirds of its requests stayed ready."""
+    log = FakeDecisionLog()
+    gate = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), log, "audit:\n  unreadyAfterFailures: 3\n")
+    for _ in range(3):
+        log.broken = True
+        gate.validate(body(pod()))
+        gate.validate(body(pod()))
+        log.broken = False
+        gate.validate(body(pod()))
+        log.broken = True  # the probe too finds no room
+    assert gate.audit_unready() == ("decision log unavailable in /app/audit: No space left on device "
+                                    "(3 more writes failed than succeeded)")
+
+
 def test_a_replica_whose_log_keeps_failing_is_unready_until_the_log_takes_writes_again():
     log = FakeDecisionLog(broken=True)
     gate = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), log, "audit:\n  unreadyAfterFailures: 2\n")
     gate.validate(body(pod()))
     assert gate.audit_unready() is None  # one failure is not a trend
     gate.validate(body(pod()))
-    assert gate.audit_unready() == "decision log unavailable: 2 writes failed in a row"
+    assert gate.audit_unready() == ("decision log unavailable in /app/audit: No space left on device "
+                                    "(2 more writes failed than succeeded)")
     log.broken = False  # the volume is back: the probe succeeds, the replica is ready, no record written
     assert gate.audit_unready() is None and log.records == []
     assert gate.validate(body(pod()))["response"]["allowed"] is True and len(log.records) == 1
