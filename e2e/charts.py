@@ -8,6 +8,7 @@ would run as Deployments runs here as processes, with the container arguments th
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -104,6 +105,20 @@ def vgate_objects(values: dict[str, Any]) -> VgateObjects:
     return VgateObjects(
         [_namespace(VGATE_NAMESPACE), *(o for o in objects if o["kind"] not in NOT_INSTALLED)],
         [o for o in objects if o["kind"] in WEBHOOK_KINDS], config, policy_files(objects))
+
+
+def narrowed_webhooks(objects: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
+    """A second release's two webhook configurations, their pod webhooks only and for namespaces
+    labelled ``label=true`` only, so that the rest of the suite (and kwok's Nodes) never call it."""
+    narrowed = []
+    for configuration in (copy.deepcopy(o) for o in objects if o["kind"] in WEBHOOK_KINDS):
+        configuration["webhooks"] = [w for w in configuration["webhooks"]
+                                     if w["name"] in ("mutate.vgate.io", "validate.vgate.io")]
+        for webhook in configuration["webhooks"]:
+            webhook["namespaceSelector"] = {"matchLabels": {label: "true"}}
+            webhook.pop("objectSelector", None)
+        narrowed.append(configuration)
+    return narrowed
 
 
 def policy_files(objects: list[dict[str, Any]], fullname: str = "vgate") -> dict[str, str]:

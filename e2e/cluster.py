@@ -51,6 +51,7 @@ COLLECTOR_PORT = 16448  # rsyslog (RELP over TLS, mutual): the audit system vgat
 APISERVER = f"https://{HOST}:{APISERVER_PORT}"
 VGATE_URL = f"https://{HOST}:{VGATE_PORT}"
 POD_CIDR = "127.16.0.0/16"  # where kwok gives pods their addresses
+PODMAN_GATEWAY = "10.88.0.1"  # the host on podman's default network: the chart's pods reach the API server there
 
 # Fake nodes kwok keeps Ready: two zones, memory-encrypted (SEV-SNP) or not, one GPU node
 # tainted for a tenant; names say what each one is.
@@ -182,7 +183,7 @@ def up() -> None:
     (RUN / "pki").mkdir(parents=True)
     ca = pki.Authority(RUN / "pki", "e2e-ca")
     serving = ca.issue(RUN / "pki", "serving", "127.0.0.1", hosts=(HOST, "localhost", "kubernetes",
-                                                                     "kubernetes.default.svc"))
+                                                                     "kubernetes.default.svc", PODMAN_GATEWAY))
     sa_key, sa_pub = pki.signing_key_pair(RUN / "pki")
     admin = ca.issue(RUN / "pki" / "clients", "admin", "kubernetes-admin", organizations=("system:masters",))
     _kubeconfig(KUBECONFIG, ca.cert_path, admin, "kubernetes-admin")

@@ -61,19 +61,6 @@ class Keeper:
         return (self.workdir / "serve.log").read_text(errors="replace")
 
 
-def webhook_configurations(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chart's two configurations, their pod webhooks only, for the labelled namespace only."""
-    narrowed = []
-    for configuration in (o for o in objects if o["kind"] in charts.WEBHOOK_KINDS):
-        configuration["webhooks"] = [w for w in configuration["webhooks"]
-                                     if w["name"] in ("mutate.vgate.io", "validate.vgate.io")]
-        for webhook in configuration["webhooks"]:
-            webhook["namespaceSelector"] = {"matchLabels": {LABEL: "true"}}
-            webhook.pop("objectSelector", None)
-        narrowed.append(configuration)
-    return narrowed
-
-
 def serve_command(keeper: Keeper) -> list[str]:
     """The rendered pod's own arguments for its certificate, with this checkout's paths and ports."""
     args = keeper.deployment["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -113,7 +100,7 @@ def keeper(control_plane: Kube, tmp_path_factory: pytest.TempPathFactory) -> Ite
     start(keeper, serve_command(keeper))
     assert eventually(lambda: cluster.http_ok(f"http://{cluster.HOST}:{METRICS_PORT}/readyz"), timeout=90), \
         keeper.log()[-3000:]
-    configurations = webhook_configurations(objects)  # Helm creates them last: after the pods started
+    configurations = charts.narrowed_webhooks(objects, LABEL)  # Helm creates them last: after the pods started
     result = kube.apply(*configurations)
     assert result.ok, result.stderr
     kube.namespace(NAMESPACE, {LABEL: "true"})
