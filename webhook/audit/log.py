@@ -19,6 +19,7 @@ import errno
 import hashlib
 import os
 import re
+import secrets
 import socket
 import tempfile
 import threading
@@ -87,6 +88,7 @@ class DecisionLog:
         self._fd: int | None = None
         self._hour: str | None = None
         self._prev = GENESIS
+        self._writer_pid, self._writer_token = 0, ""
         self.failure_balance = 0  # failures less successes (at least 0), kept by the gateway for /readyz
 
     def probe(self) -> bool:
@@ -113,7 +115,13 @@ class DecisionLog:
 
     @property
     def writer(self) -> str:
-        return f"{self.replica}-{os.getpid()}"
+        """This process's name in its segments' names: the replica, a token of this process's life, and
+        its pid (last, for the syslog PROCID). A pid alone repeats: a restarted container's workers get
+        the same pids (found restarting the chart's pod: the new process began a fresh chain inside the
+        old one's file, and verify reported it broken), and pids wrap on a host."""
+        if self._writer_pid != os.getpid():  # a fork, or the first record: a name of this process's own
+            self._writer_pid, self._writer_token = os.getpid(), secrets.token_hex(3)
+        return f"{self.replica}-{self._writer_token}-{self._writer_pid}"
 
     def record(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` (stamped with time and replica) and return once it is on disk."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -170,3 +171,16 @@ def test_files_planted_under_segment_names_are_findings_never_followed_read_or_w
     assert problems[planted["directory"]] == "not a regular file: a directory, not read"
     assert problems[planted["symlink"]] == "not a regular file: a symbolic link, not followed"
     assert problems[planted["endless"]].startswith("a line over 8388608 bytes")
+
+
+def test_a_restarted_writer_with_the_same_replica_and_pid_starts_a_segment_of_its_own(tmp_path):
+    """A restarted container's workers run under the same pod name and, in a fresh PID namespace,
+    the same pids: the second process must not append a new chain (from the genesis hash) to the first
+    one's file. Two logs of one replica in one process stand for the two processes."""
+    first = DecisionLog(tmp_path, replica="pod-0")
+    first.record({"event": "before the restart"})
+    second = DecisionLog(tmp_path, replica="pod-0")  # the same replica, the same pid
+    second.record({"event": "after the restart"})
+    assert first.writer != second.writer and first.writer.endswith(f"-{os.getpid()}")
+    assert len(list(tmp_path.glob("decisions-pod-0-*.jsonl"))) == 2
+    assert verify_segments(tmp_path) == (2, [])
