@@ -224,7 +224,7 @@ def run_scan(kubeconfig: str | None, config_path: str | None, policy_dir: str, n
     engine = RegorusEngine(load_policy_set(policy_dir), config.document)
     exceptions, rejected = load_configured_exceptions(config.exceptions, now)
     try:
-        api = connect() if connect else ApiServer.from_kubeconfig(kubeconfig) if kubeconfig else ApiServer.in_cluster()
+        api = connect() if connect else ApiServer.connect(kubeconfig)
         with api:
             judged, state, skipped = read_cluster(api)
     except (OSError, ValueError, KeyError, requests.RequestException) as error:

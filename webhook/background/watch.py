@@ -86,8 +86,7 @@ def watch_scans(kubeconfig: str | None, config_path: str | None, policy_dir: str
     """Scan, publish and record until ``stop``: at start, on schedule, and on every change of the
     policies or the config."""
     def api() -> ApiServer:
-        return connect() if connect else (ApiServer.from_kubeconfig(kubeconfig) if kubeconfig
-                                          else ApiServer.in_cluster())
+        return connect() if connect else ApiServer.connect(kubeconfig)
     seen, due = "", 0.0
     while not stop.is_set():
         try:

@@ -51,6 +51,11 @@ class ApiServer:
         return cls(f"https://{host}:{port}", session)
 
     @classmethod
+    def connect(cls, kubeconfig: str | Path | None) -> ApiServer:
+        """From ``kubeconfig`` when one is given (a developer, a test, `vgate eval`), else as the pod's account."""
+        return cls.from_kubeconfig(kubeconfig) if kubeconfig else cls.in_cluster()
+
+    @classmethod
     def from_kubeconfig(cls, path: str | Path) -> ApiServer:
         """The current context of a kubeconfig: CA, and a client certificate or a token."""
         config = yaml.safe_load(Path(path).read_text())

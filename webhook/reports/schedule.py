@@ -165,7 +165,7 @@ def _apply_to_cluster(settings: PolicyReportSettings, hour_dir: Path) -> None:
     from .cluster_reports import apply_policy_reports
 
     try:
-        api = ApiServer.from_kubeconfig(settings.kubeconfig) if settings.kubeconfig else ApiServer.in_cluster()
+        api = ApiServer.connect(settings.kubeconfig)
         with api:
             for line in apply_policy_reports(api, hour_dir):
                 log.info("%s", line)

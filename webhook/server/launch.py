@@ -102,8 +102,7 @@ def _keep_certificate(managed: ManagedSettings, kubeconfig: str | None, runtime:
     from ..core.errors import CertificateManagerError
     from .managed_certs import ManagedCertificate
 
-    keeper = ManagedCertificate(managed, lambda: ApiServer.from_kubeconfig(kubeconfig) if kubeconfig
-                                else ApiServer.in_cluster(), runtime.root / "managed-tls")
+    keeper = ManagedCertificate(managed, lambda: ApiServer.connect(kubeconfig), runtime.root / "managed-tls")
     try:
         paths = keeper.start()
     except CertificateManagerError as error:

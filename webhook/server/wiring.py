@@ -133,8 +133,7 @@ def watch_cluster(settings: ClusterSettings) -> ClusterState | None:
     """
     if not settings.watch:
         return None
-    kubeconfig = settings.kubeconfig
-    state = ClusterState(lambda: ApiServer.from_kubeconfig(kubeconfig) if kubeconfig else ApiServer.in_cluster(),
+    state = ClusterState(lambda: ApiServer.connect(settings.kubeconfig),
                          watch_seconds=settings.watch_seconds)
     state.start()
     return state
