@@ -91,16 +91,12 @@ class DecisionLog:
         self._writer_pid, self._writer_token = 0, ""
         self.failure_balance = 0  # failures less successes (at least 0), kept by the gateway for /readyz
 
-    def probe(self) -> bool:
-        """Whether the log's directory takes a durable write now (``unwritable`` says why not).
+    def unwritable(self) -> str | None:
+        """Why the log's directory takes no durable write of ``PROBE_BYTES`` now (a scratch file,
+        removed at once: room for a batch of records, not merely the last page of a file); None if it does.
 
         Lets a replica that stopped taking traffic after failed writes see that the volume is back
         without writing a record that no decision made."""
-        return self.unwritable() is None
-
-    def unwritable(self) -> str | None:
-        """Why the log's directory takes no durable write of ``PROBE_BYTES`` now (a scratch file,
-        removed at once: room for a batch of records, not merely the last page of a file); None if it does."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, scratch = tempfile.mkstemp(prefix=".probe-", dir=self.directory)

@@ -102,9 +102,12 @@ class ManagedSettings:
         return found
 
     @property
+    def namespace(self) -> str:
+        return self.secret.split("/")[0]
+
+    @property
     def names(self) -> list[str]:
-        namespace = self.secret.split("/")[0]
-        return [*service_names(self.service, namespace), "127.0.0.1", *self.hosts]
+        return [*service_names(self.service, self.namespace), "127.0.0.1", *self.hosts]
 
 
 @dataclass
@@ -123,10 +126,10 @@ class _Material:
         cas = [(c, k) for c in certs for k in keys if same_public_key(c, k)]
         served = _certificates(data.get("tls.crt"))
         key = next(iter(_keys(data.get("tls.key"))), None)
-        cert = served[0] if served and isinstance(key, ec.EllipticCurvePrivateKey) and same_public_key(served[0], key) \
-            else None
-        return cls(sorted(cas, key=lambda pair: pair[0].not_valid_before_utc, reverse=True), cert,
-                   key if cert is not None and isinstance(key, ec.EllipticCurvePrivateKey) else None)
+        cert = served[0] if served else None
+        if cert is None or not isinstance(key, ec.EllipticCurvePrivateKey) or not same_public_key(cert, key):
+            cert, key = None, None  # no pair: a new one is signed
+        return cls(sorted(cas, key=lambda pair: pair[0].not_valid_before_utc, reverse=True), cert, key)
 
     def data(self) -> dict[str, str]:
         """The Secret's data: base64 of the PEM bundles."""
@@ -153,8 +156,7 @@ class ManagedCertificate:
         self.connect = connect
         self.paths = CertPaths.under(directory)
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        namespace, name = settings.secret.split("/")
-        self.secret_path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
+        self.secret_path = f"/api/v1/namespaces/{settings.namespace}/secrets/{settings.secret.split('/')[1]}"
         self._api: ApiServer | None = None
         self._served = b""
 
@@ -214,7 +216,7 @@ class ManagedCertificate:
             material.cas, changed = alive, True
         if not material.cas or material.cas[0][0].not_valid_after_utc - now < settings.ca_renew_before:
             # named by when it was made: the bundle's CAs must differ by name for a client to tell them apart
-            ca = new_ca(f"vgate CA for {settings.service}.{settings.secret.split('/')[0]} {now:%Y%m%dT%H%M%SZ}",
+            ca = new_ca(f"vgate CA for {settings.service}.{settings.namespace} {now:%Y%m%dT%H%M%SZ}",
                         now, settings.ca_validity / datetime.timedelta(days=1))
             material.cas.insert(0, ca)
             changed = True
@@ -224,7 +226,7 @@ class ManagedCertificate:
             ca_cert, ca_key = settled[0] if settled else material.cas[0]
             if settled or material.cert is None or material.signer_of(material.cert) is None:
                 material.cert, material.key = sign_serving(
-                    ca_cert, ca_key, f"{settings.service}.{settings.secret.split('/')[0]}.svc", settings.names,
+                    ca_cert, ca_key, f"{settings.service}.{settings.namespace}.svc", settings.names,
                     min(now + settings.validity, ca_cert.not_valid_after_utc))
                 changed = True
         return changed
