@@ -373,10 +373,11 @@ def collector_component(server: str = "server") -> Component:
     config = COLLECTOR_DIR / "rsyslog.conf"
     config.write_text(rsyslog.config_text())
     return Component("collector", [collectors.RSYSLOGD, "-n", "-f", str(config), "-i", str(COLLECTOR_DIR / "pid")],
-                     lambda: _listening(COLLECTOR_PORT))
+                     lambda: listening(COLLECTOR_PORT))
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
+    """Whether something accepts connections on ``port`` of this host's loopback."""
     try:
         socket.create_connection((HOST, port), timeout=0.3).close()
     except OSError:

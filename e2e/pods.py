@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -272,7 +273,7 @@ backend apiserver
         self.haproxy = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         (self.root / "haproxy.pid").write_text(str(self.haproxy.pid))
-        if not eventually(lambda: _listening(self.balancer_port), timeout=10):
+        if not eventually(lambda: cluster.listening(self.balancer_port), timeout=10):
             raise RuntimeError(f"haproxy did not start:\n{(self.root / 'haproxy.log').read_text()}")
 
     def fill_audit_claim(self) -> Path:
@@ -299,16 +300,6 @@ backend apiserver
                 pass
             pid_file.unlink()
             time.sleep(0.2)
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    try:
-        socket.create_connection((cluster.HOST, port), timeout=0.3).close()
-    except OSError:
-        return False
-    return True
 
 
 def _host_folder(name: str, path: Path) -> dict[str, Any]:

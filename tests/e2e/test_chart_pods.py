@@ -34,7 +34,7 @@ from e2e.kube import Kube
 from e2e.waiting import eventually
 from webhook.cluster.api import ApiServer
 
-from helpers import RESTRICTED_SPEC
+from helpers import RESTRICTED_SPEC, review
 
 RELEASE, FULLNAME = "pods", "pods-vgate"
 BALANCER, HTTPS, PROBES = 16460, 16470, 16480
@@ -219,13 +219,8 @@ def test_a_full_audit_volume_turns_both_replicas_unready_and_back(release: pods.
 
 def review_directly(release: pods.PodRelease, index: int, ca: Path, name: str) -> dict[str, Any]:
     """An AdmissionReview of a compliant pod sent to one replica's published HTTPS port; its response."""
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-              "request": {"uid": name, "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                          "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
-                          "namespace": NAMESPACE, "name": name, "userInfo": {"username": "e2e"},
-                          "object": pod(name)}}
-    answer = requests.post(f"https://127.0.0.1:{release.https_port + index}/validate", json=review, verify=str(ca),
-                           timeout=10)
+    answer = requests.post(f"https://127.0.0.1:{release.https_port + index}/validate",
+                           json=review(pod(name), namespace=NAMESPACE, uid=name), verify=str(ca), timeout=10)
     response: dict[str, Any] = answer.json()["response"]
     return response
 
