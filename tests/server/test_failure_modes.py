@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import time
 
 import pytest
 
-from helpers import VGATE, copy_policies, pod, review, shipped_config
+from e2e.waiting import eventually
+
+from helpers import VGATE, copy_policies, evaluator_children, pod, review, shipped_config
 
 # A real policy bug that reaches evaluation in both regorus engines: a result whose msg is a
 # number breaks the decision contract. (Builtin errors such as to_number("x") are undefined on
@@ -189,3 +195,24 @@ def test_a_policy_set_slow_to_load_is_refused_at_start(tmp_path):
     assert result.returncode == 1
     assert "compiling and warming up the policy set took longer than server.policyLoadTimeoutSeconds (1 s)" in (
         result.stderr), result.stderr
+
+
+def test_a_stopped_evaluator_is_replaced_by_the_readiness_check_before_a_request_meets_it(tmp_path, start_server):
+    """SIGSTOP on the evaluator child (a wedged child looks the same): the worker's next readiness
+    report pings it, gets no answer within a second, and starts a new one; the replica stays ready
+    and the next request is answered at once, not after the 2 s evaluation deadline."""
+    server = start_server(workers=1)
+    [child] = evaluator_children(server.process.pid)
+    os.kill(child, signal.SIGSTOP)
+    try:
+        assert eventually(lambda: evaluator_children(server.process.pid) not in ([], [child]), timeout=15), \
+            server.output()[-2000:]
+        started = time.monotonic()
+        response = server.post("/validate", review(pod(), uid="after-stop")).json()["response"]
+        took = time.monotonic() - started
+        assert response["allowed"] is True and took < 1.5, (response, took)  # no evaluation deadline waited out
+        assert server.session.get(server.url + "/readyz", timeout=5).status_code == 200
+        assert "answered no ping within 1 s (EvaluatorTimeout): replaced" in server.output()
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # killed and reaped by the worker, as it should be
+            os.kill(child, signal.SIGKILL)

@@ -5,8 +5,8 @@ set is compiled and warmed up, or ``{"policy_error": [file, line, reason]}``. Ev
 an operation byte (``E`` evaluate, ``I`` the interpreter alone) and an AdmissionReview's bytes;
 the answer is ``{"answer", "engine", "fallback"}`` or ``{"error"}``. ``D`` and a JSON document
 replace ``data.inventory`` (the cluster state) for later evaluations; the answer is
-``{"ok": true}``. The child asks the kernel to kill it when its parent dies, so an endless
-evaluation cannot outlive the worker that started it.
+``{"ok": true}``; so does ``P`` (a ping: the worker's readiness check). The child asks the kernel
+to kill it when its parent dies, so an endless evaluation cannot outlive the worker that started it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from ..core.errors import EvaluationError, PolicyError
-from .isolated import INTERPRET, INVENTORY, read_frame, write_frame
+from .isolated import INTERPRET, INVENTORY, PING, read_frame, write_frame
 from .regorus_engine import RegorusEngine
 from .sources import PolicySet
 
@@ -70,6 +70,8 @@ def load(request: dict[str, Any]) -> tuple[RegorusEngine | None, dict[str, Any]]
 
 def answer(engine: RegorusEngine, frame: bytes) -> dict[str, Any]:
     operation, raw = frame[:1], frame[1:]
+    if operation == PING:
+        return {"ok": True}
     if operation == INVENTORY:
         engine.set_inventory(orjson.loads(raw))
         return {"ok": True}

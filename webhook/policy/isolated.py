@@ -17,6 +17,7 @@ Frames on the pipes are a 4-byte big-endian length and an orjson payload.
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -34,8 +35,10 @@ from ..core.contract import EngineInput, Evaluation, Inventory, PolicyResult, pa
 from ..core.errors import EvaluationError, EvaluatorGone, EvaluatorTimeout, PolicyError
 from .sources import PolicySet
 
-EVALUATE, INTERPRET, INVENTORY = b"E", b"I", b"D"
+EVALUATE, INTERPRET, INVENTORY, PING = b"E", b"I", b"D", b"P"
+PING_SECONDS = 1.0  # a child that answers no ping within this is stopped or wedged
 _READ_SIZE = 1 << 20
+log = logging.getLogger("vgate")
 
 
 class IsolatedEngine:
@@ -71,6 +74,32 @@ class IsolatedEngine:
     def close(self) -> None:
         with self._lock:
             _stop_all(self._children)
+
+    def check(self) -> str | None:
+        """Why this engine cannot evaluate now (None when it can), asked with each readiness report.
+
+        A child that answers no ping within PING_SECONDS (stopped by a signal, wedged) is replaced
+        here, before a request meets it and waits out the evaluation deadline; the replica turns
+        unready only when no child can be started. An evaluation in progress is left alone: its own
+        deadline covers it."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._children:
+                try:
+                    self._children[0].ask(PING, PING_SECONDS)
+                    return None
+                except (EvaluatorTimeout, EvaluatorGone) as error:
+                    log.warning("the policy evaluator answered no ping within %g s (%s): replaced", PING_SECONDS,
+                                type(error).__name__ if isinstance(error, EvaluatorTimeout) else error)
+                    _stop_all(self._children)
+            try:
+                self._start()
+            except PolicyError as error:
+                return f"the policy evaluator cannot be started: {error.reason}"
+            return None
+        finally:
+            self._lock.release()
 
     def _exchange(self, frame: bytes) -> dict[str, Any]:
         with self._lock:

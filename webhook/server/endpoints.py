@@ -110,9 +110,10 @@ def readyz(live: LiveGateway) -> Answer:
 
 
 def readiness(live: LiveGateway) -> tuple[int, dict[str, Any]]:
-    """/readyz's status and body: 503 with the reason while the decision log cannot be written."""
+    """/readyz's status and body: 503 with the reason while the decision log cannot be written or
+    no policy evaluator can be started."""
     gateway, status = live.current, live.status
-    unready = gateway.audit_unready()
+    unready = gateway.audit_unready() or gateway.engine_unready()
     if unready:
         return 503, {"error": unready, "status": 503}
     cluster = gateway.cluster_status()

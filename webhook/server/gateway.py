@@ -27,6 +27,7 @@ from ..core.mutation import mutate
 from ..core.patching import Mutation
 from ..core.policy_exceptions import PolicyException
 from ..core.validation import Validation, validate
+from ..policy.isolated import IsolatedEngine
 from .metrics import Metrics
 
 log = logging.getLogger("vgate")
@@ -194,6 +195,12 @@ class Gateway:
         # last page of a segment and refuses the rest, and must not look writable for it
         self.decisions.failure_balance = max(0, self.decisions.failure_balance - 1)
         return True
+
+    def engine_unready(self) -> str | None:
+        """Why this replica cannot evaluate policies (an evaluator child that cannot be started); a
+        stopped child is replaced on the way (IsolatedEngine.check). None when it can, or when the
+        engine runs in this process (nothing to check)."""
+        return self.engine.check() if isinstance(self.engine, IsolatedEngine) else None
 
     def audit_unready(self) -> str | None:
         """Why this replica should take no traffic: its decision log failed more often than it succeeded,

@@ -30,9 +30,11 @@ STALE_SECONDS = 30.0
 
 
 def write_status(live: LiveGateway) -> None:
-    """This worker's /readyz answer, for the master's probe port (no-op without one)."""
+    """This worker's /readyz answer, for the master's probe port. Without one, the evaluator child is
+    still checked (and a stopped one replaced): that part of readiness acts, not only reports."""
     runtime = RuntimeDir.current()
     if runtime is None or not runtime.probes_served:
+        live.current.engine_unready()
         return
     code, body = readiness(live)
     path = runtime.status / f"{os.getpid()}.json"

@@ -114,9 +114,9 @@ def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
     live.watch(settings.reload_interval)
     start_heartbeats(live)
     probe_port = runtime is not None and runtime.probes_served
-    if probe_port:  # the master serves /readyz on the probe port from these reports
-        write_status(live)
-        every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
+    # the master serves /readyz on the probe port from these reports; each checks the evaluator child
+    write_status(live)
+    every(min(settings.reload_interval, 5.0), lambda: write_status(live), "vgate-status")
     if settings.hourly_reports:
         ReportScheduler(lambda: live.current.config, lambda: live.current.policy_dir).run_forever()
     audit = live.current.config.audit
