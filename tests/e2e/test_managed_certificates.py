@@ -37,8 +37,10 @@ from helpers import RESTRICTED_SPEC, free_port
 RELEASE, FULLNAME = "selfcert", "selfcert-vgate"
 PORT, METRICS_PORT = 16449, 16450
 NAMESPACE, LABEL = "selfcert-tenant", "vgate-e2e/selfcert"
+# A certificate renewed every 15 s (40 - 25); a new CA every 50 s (150 - 100), signing only 30 s after
+# it joined the bundle: longer than a renewal interval, so a CA that did not wait would be seen to.
 LIFETIMES = {"validity": "40s", "renewBefore": "25s", "caValidity": "150s", "caRenewBefore": "100s",
-             "caSettle": "15s"}
+             "caSettle": "30s"}
 KEEPER_KINDS = ("ServiceAccount", "Secret", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 SECRET = f"{FULLNAME}-tls"
 
@@ -198,12 +200,20 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
         thread.start()
     served: dict[int, x509.Name] = {}  # serial -> issuer
     cas: set[int] = set()
-    deadline = time.monotonic() + 110
+    trusted_since: dict[x509.Name, float] = {}  # a CA's subject -> when the API server's caBundle first had it
+    signing_since: dict[x509.Name, float] = {}  # a CA's subject -> when a certificate it signed was first served
+    window = time.monotonic()
+    deadline = window + 110
     try:
         while time.monotonic() < deadline:
             certificate = served_certificate()
+            now = time.monotonic()
             served[certificate.serial_number] = certificate.issuer
+            signing_since.setdefault(certificate.issuer, now)
             cas |= {c.serial_number for c in x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])}
+            for bundle in bundles(kube):
+                for ca in x509.load_pem_x509_certificates(base64.b64decode(bundle)):
+                    trusted_since.setdefault(ca.subject, now)
             time.sleep(1)
     finally:
         stop.set()
@@ -214,6 +224,12 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
     assert len(served) >= 5, f"the certificate was renewed {len(served) - 1} times"
     assert len(cas) >= 2 and first_ca.serial_number in cas, "a new CA joined the bundle"
     assert len(set(served.values())) >= 2, "a new CA signed what was served"
+    # A CA that joined during the window is in the webhook configurations caSettle (30 s) before anything
+    # it signed is served (the API server's caBundle cache has caught up by then). Without the wait it
+    # would sign at the next renewal, at most 15 s and a look (5 s) after joining; sampled each second.
+    new_cas = [ca for ca in signing_since if ca != first_ca.subject and trusted_since[ca] > window + 1]
+    assert new_cas and all(signing_since[ca] - trusted_since[ca] >= 25 for ca in new_cas), \
+        {ca.rfc4514_string(): signing_since[ca] - trusted_since.get(ca, 0) for ca in new_cas}
     judged = {r["name"] for r in keeper.decisions() if r.get("endpoint") == "validate"}
     assert {name for name, _, _ in outcomes} <= judged, "every creation reached the second vgate"
 
@@ -237,3 +253,42 @@ def test_a_keeper_that_may_not_update_its_secret_stops_with_one_line(keeper: Kee
     assert "Traceback" not in done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert len(said) == 1 and "vgate-report-key" in said[0] and "403" in said[0], done.stderr[-2000:]
+
+
+def test_a_foreign_ca_bundle_patched_in_is_replaced_within_a_look(keeper: Keeper, kube: Kube) -> None:
+    """Someone with patch on the configurations (a Helm upgrade resetting the field, or an attacker
+    pointing the API server at a CA they hold) writes another CA into a caBundle: the next look (every
+    5 s) writes the Secret's CAs back; the foreign one is gone from every webhook."""
+    foreign = (cluster.RUN / "pki" / "ca.crt").read_bytes()  # the cluster's own CA: not vgate's
+    encoded = base64.b64encode(foreign).decode()
+    patched = kube.run("patch", "validatingwebhookconfiguration", FULLNAME, "--type=json", "-p",
+                       f'[{{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": "{encoded}"}}]')
+    assert patched.ok, patched.stderr
+    started = time.monotonic()
+    assert eventually(lambda: encoded not in bundles(kube) and len(set(bundles(kube))) == 1, timeout=15), \
+        keeper.log()[-2000:]
+    print(f"foreign caBundle replaced after {time.monotonic() - started:.1f} s")
+    assert kube.create(pod("after-foreign"), namespace=NAMESPACE, dry_run=True).ok
+
+
+def test_a_ca_planted_in_the_secret_without_its_key_is_never_trusted(keeper: Keeper, kube: Kube) -> None:
+    """The Secret's ca.crt is read as a bundle: a certificate added there without its key (one an
+    attacker signs with elsewhere) is dropped, never written into a caBundle and never served from.
+    (Whoever may write the Secret's keys holds vgate's identity: the chart grants that to vgate's
+    account alone, as the RBAC test above shows.)"""
+    foreign = x509.load_pem_x509_certificate((cluster.RUN / "pki" / "ca.crt").read_bytes())
+    secret = kube.get("secret", SECRET, charts.VGATE_NAMESPACE) or {}
+    planted = base64.b64decode(secret["data"]["ca.crt"]) + foreign.public_bytes(Encoding.PEM)
+    secret["data"]["ca.crt"] = base64.b64encode(planted).decode()
+    for key in ("resourceVersion", "managedFields"):
+        secret["metadata"].pop(key, None)
+    replaced = kube.run("replace", "-f", "-", input_text=yaml.safe_dump(secret))
+    assert replaced.ok, replaced.stderr
+    deadline = time.monotonic() + 12  # two looks and more
+    while time.monotonic() < deadline:
+        trusted = {ca.subject for bundle in bundles(kube)
+                   for ca in x509.load_pem_x509_certificates(base64.b64decode(bundle))}
+        assert foreign.subject not in trusted
+        assert served_certificate().issuer != foreign.subject
+        time.sleep(1)
+    assert kube.create(pod("after-planted"), namespace=NAMESPACE, dry_run=True).ok
