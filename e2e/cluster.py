@@ -3,6 +3,10 @@
 etcd, kube-apiserver, kube-controller-manager, Volcano's webhook-manager, controller-manager and
 scheduler, kwok (fake Nodes whose pods become Running) and `vgate serve` from this checkout, each
 a process of its own, started in dependency order and waited for by its readiness endpoint.
+`up --pods` runs vgate instead as the chart's pods (two replicas of its Deployment from the image
+built from the Dockerfile, behind HAProxy: e2e/pods.py), sharing with the tests the folders they
+read and edit (policies, the audit claim); the functions below that stop, start, renew, reconfigure
+or ask vgate do so in either mode.
 Everything Volcano and vgate install into the cluster comes from their Helm charts as Helm renders
 them (Volcano's chart from its module, vgate's from charts/vgate); only the webhooks' clientConfig
 becomes a URL on 127.0.0.1, because without kube-proxy no Service address routes.
@@ -29,12 +33,15 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from e2e import build, charts, collectors, pki
 from e2e.waiting import eventually
+
+if TYPE_CHECKING:  # e2e.pods imports this module: imported where used
+    from e2e.pods import PodRelease
 
 ROOT = build.ROOT
 STATE = ROOT / ".e2e"
@@ -48,6 +55,7 @@ KCM_PORT = 16257
 VOLCANO_WEBHOOK_PORT = 16444
 VGATE_PORT, VGATE_METRICS_PORT = 16446, 16447
 COLLECTOR_PORT = 16448  # rsyslog (RELP over TLS, mutual): the audit system vgate forwards its decision log to
+VGATE_PODS_HTTPS, VGATE_PODS_PROBES, VGATE_PODS_API_RELAY = 16490, 16492, 16494  # `up --pods`: replica i at +i
 APISERVER = f"https://{HOST}:{APISERVER_PORT}"
 VGATE_URL = f"https://{HOST}:{VGATE_PORT}"
 POD_CIDR = "127.16.0.0/16"  # where kwok gives pods their addresses
@@ -175,8 +183,9 @@ def _with_url(configuration: dict[str, Any], base_url: str, ca_bundle: str) -> d
     return configuration
 
 
-def up() -> None:
-    """Starts the whole control plane, fresh; returns when vgate's webhooks are registered."""
+def up(pods: bool = False) -> None:
+    """Starts the whole control plane, fresh; returns when vgate's webhooks are registered.
+    ``pods``: vgate as the chart's pods (the image built first) instead of a process of this checkout."""
     down(quiet=True)
     binaries = build.build()
     shutil.rmtree(RUN, ignore_errors=True)
@@ -233,7 +242,7 @@ def up() -> None:
 
     _start_volcano(binaries, ca, volcano)
     _start_kwok(binaries)
-    _start_vgate()
+    _start_vgate(pods)
     print(f"e2e: up; export KUBECONFIG={KUBECONFIG}", file=sys.stderr)
 
 
@@ -346,13 +355,35 @@ VGATE_CLI = [sys.executable, "-m", "webhook"]
 
 
 def readiness() -> dict[str, Any]:
-    """vgate's /readyz on its probe port (policy revision, last reload), or {} while it does not answer."""
+    """vgate's /readyz on its probe port (policy revision, last reload), or {} while it does not answer.
+    With the chart's pods: the replica that reloaded least recently ({} while any does not answer),
+    so that a test waiting for a reload waits for every replica."""
+    bodies = [_readyz(port) for port in _probe_ports()]
+    if not all(bodies):
+        return {}
+    return min(bodies, key=lambda body: str((body.get("lastReload") or {}).get("at")))
+
+
+def _readyz(port: int) -> dict[str, Any]:
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{VGATE_METRICS_PORT}/readyz", timeout=3) as response:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/readyz", timeout=3) as response:
             body: dict[str, Any] = json.loads(response.read())
             return body
     except (OSError, ValueError):
         return {}
+
+
+def _probe_ports() -> list[int]:
+    return [VGATE_PODS_PROBES + index for index in range(2)] if pods_mode() else [VGATE_METRICS_PORT]
+
+
+def vgate_metrics() -> str:
+    """vgate's /metrics (every replica's, one after the other, with the chart's pods)."""
+    texts = []
+    for port in _probe_ports():
+        with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=5) as response:
+            texts.append(response.read().decode())
+    return "".join(texts)
 
 
 COLLECTOR_DIR = RUN / "collector"
@@ -386,13 +417,14 @@ def listening(port: int) -> bool:
 
 
 def _start_collector() -> dict[str, Any]:
-    """Start the collector (its PKI made once) and return the audit.forward vgate is given."""
+    """Start the collector (its PKI made once) and return the audit.forward vgate is given. The
+    chart's pods reach it at the podman bridge's gateway; its certificate names that address too."""
     (COLLECTOR_DIR / "work").mkdir(parents=True, exist_ok=True)
     if not (COLLECTOR_DIR / "pki" / "client.key").exists():
-        collectors.make_pki(COLLECTOR_DIR / "pki")
+        collectors.make_pki(COLLECTOR_DIR / "pki", addresses=(PODMAN_GATEWAY,))
     collector_component().start()
     tls = COLLECTOR_DIR / "pki"
-    return {"url": f"relp+tls://localhost:{COLLECTOR_PORT}", "caFile": str(tls / "ca.pem"),
+    return {"url": FORWARD_URL, "caFile": str(tls / "ca.pem"),
             "certFile": str(tls / "client.pem"), "keyFile": str(tls / "client.key")}
 
 
@@ -413,23 +445,120 @@ EGRESS_VALUES = {"config": {"placement": {"egress": {"internalCIDRs": ["10.0.0.0
                                                       "podCIDRs": [POD_CIDR]}}}}
 
 
-def _vgate_values(bundle: str) -> dict[str, Any]:
-    return {"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}, **EGRESS_VALUES}
+def _vgate_values(pods: bool) -> dict[str, Any]:
+    """The values this control plane installs vgate's chart with: its CA given (the certificate
+    `vgate certs` made), its webhooks at VGATE_URL; with the chart's pods, the image built here, two
+    replicas and the collector's Secrets (their files given to the pods by the harness)."""
+    bundle = base64.b64encode((VGATE_DIR / "certs" / "ca.crt").read_bytes()).decode()
+    values = {"tls": {"caBundle": bundle}, "webhooks": {"url": VGATE_URL}, **EGRESS_VALUES}
+    if pods:
+        from e2e import pods as chart_pods
+        repository, tag = chart_pods.IMAGE.rsplit(":", 1)
+        values |= {"image": {"repository": repository, "tag": tag}, "replicaCount": 2,
+                   "audit": {"forward": {"url": FORWARD_URL_FROM_PODS,
+                                         "caSecret": "vgate-collector-ca", "clientSecret": "vgate-collector-client"}}}
+    return values
 
 
 def vgate_webhook_configurations() -> list[dict[str, Any]]:
     """vgate's two webhook configurations as the chart renders them, routed to 127.0.0.1."""
-    bundle = base64.b64encode((VGATE_DIR / "certs" / "ca.crt").read_bytes()).decode()
-    return charts.vgate_objects(_vgate_values(bundle)).webhook_configurations
+    return charts.vgate_objects(_vgate_values(pods_mode())).webhook_configurations
 
 
-def _start_vgate() -> None:
+PODS_MODE = RUN / "pods-mode"  # present while vgate runs as the chart's pods
+FORWARD_URL = f"relp+tls://localhost:{COLLECTOR_PORT}"  # the collector, from this host
+FORWARD_URL_FROM_PODS = f"relp+tls://{PODMAN_GATEWAY}:{COLLECTOR_PORT}"  # the collector, from the podman bridge
+
+
+def pods_mode() -> bool:
+    """Whether this control plane's vgate is the chart's pods (`up --pods`)."""
+    return PODS_MODE.exists()
+
+
+def _tls_secret() -> dict[str, bytes]:
+    """The Secret of the given-CA install: what `vgate certs` wrote, as the operator would store it."""
+    return {name: (VGATE_DIR / "certs" / name).read_bytes() for name in ("tls.crt", "tls.key", "ca.crt")}
+
+
+@functools.cache
+def vgate_release() -> PodRelease:
+    """The chart's pods of this control plane: release "vgate" rendered with
+    this control plane's values, HAProxy on VGATE_PORT, the policies folder the tests edit shared,
+    the TLS and collector Secrets' files given, a 1 GiB audit claim (the whole suite's decisions)."""
+    from e2e import pods as chart_pods
+    objects = charts.render(ROOT / "charts" / "vgate", "vgate", charts.VGATE_NAMESPACE, _vgate_values(pods=True))
+    tls = COLLECTOR_DIR / "pki"
+    secrets = {"vgate-tls": _tls_secret(), "vgate-collector-ca": {"ca.crt": (tls / "ca.pem").read_bytes()},
+               "vgate-collector-client": {"tls.crt": (tls / "client.pem").read_bytes(),
+                                          "tls.key": (tls / "client.key").read_bytes()}}
+    return chart_pods.PodRelease(objects, "vgate", VGATE_PORT, VGATE_PODS_HTTPS, VGATE_PODS_PROBES,
+                                 api_relay_port=VGATE_PODS_API_RELAY, folders={"policies": VGATE_DIR / "policies"},
+                                 secrets=secrets, audit_claim_bytes=1024 * 1024 * 1024)
+
+
+def forward_url() -> str:
+    """Where vgate forwards its decision log (the delivery cursors are kept by this URL)."""
+    return FORWARD_URL_FROM_PODS if pods_mode() else FORWARD_URL
+
+
+def stop_vgate() -> None:
+    """vgate stopped (the process, or every replica with HAProxy left up): the webhooks unreachable."""
+    if pods_mode():
+        vgate_release().stop_replicas()
+    else:
+        stop("vgate")
+
+
+def start_vgate() -> None:
+    """vgate started again, returning once it is ready."""
+    if pods_mode():
+        vgate_release().start_replicas()
+    else:
+        vgate_component().start()
+
+
+def vgate_running() -> bool:
+    return vgate_release().running() if pods_mode() else running("vgate")
+
+
+def renew_vgate_certificate() -> bytes:
+    """A new serving certificate from the kept CA (`vgate certs`), where vgate reads it (with the
+    chart's pods: the TLS Secret updated, as the kubelet then projects it); its PEM."""
+    subprocess.run([*VGATE_CLI, "certs", "--out", str(VGATE_DIR / "certs"), "--ca-dir", str(VGATE_DIR / "certs.ca")],
+                   check=True, capture_output=True, cwd=ROOT)
+    if pods_mode():
+        vgate_release().replace_secret("vgate-tls", _tls_secret())
+    return (VGATE_DIR / "certs" / "tls.crt").read_bytes()
+
+
+HOST_CONFIG = VGATE_DIR / "vgate.yaml"  # vgate.yaml with this host's paths: what the CLI in tests reads
+
+
+def vgate_configs() -> list[Path]:
+    """Every vgate.yaml vgate serves from: the host's (the process's), or, with the chart's pods,
+    the host's (for the CLI) and the pods' (the ConfigMap's, with the pods' paths)."""
+    return [HOST_CONFIG, vgate_release().folder("config") / "vgate.yaml"] if pods_mode() else [HOST_CONFIG]
+
+
+def write_vgate_config(path: Path, text: str) -> None:
+    """``path`` replaced at once: a projected ConfigMap's file by a new ``..data``, else by a rename."""
+    if (path.parent / "..data").is_symlink():
+        charts.project({path.name: text}, path.parent)
+        return
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
+
+
+def _start_vgate(pods: bool) -> None:
     workdir = VGATE_DIR
     workdir.mkdir(parents=True, exist_ok=True)
     subprocess.run([*VGATE_CLI, "certs", "--out", str(workdir / "certs"),
                     "--ca-dir", str(workdir / "certs.ca")], check=True, capture_output=True, cwd=ROOT)
-    bundle = base64.b64encode((workdir / "certs" / "ca.crt").read_bytes()).decode()
-    vgate = charts.vgate_objects(_vgate_values(bundle))
+    if pods:
+        from e2e import pods as chart_pods
+        print(f"e2e: image {chart_pods.build_image()}", file=sys.stderr)
+    vgate = charts.vgate_objects(_vgate_values(pods))
     # vgate watches the cluster as its pod would: as the chart's ServiceAccount, with the chart's RBAC
     # (applied first, with the rest of the chart's cluster objects, before vgate starts and lists).
     watcher = identity_kubeconfig("vgate-cluster-state", *service_account_user(charts.VGATE_NAMESPACE, "vgate"))
@@ -437,11 +566,17 @@ def _start_vgate() -> None:
     forward = _start_collector()  # every decision of every e2e test goes to the audit system
     local = yaml.safe_load(charts.local_config(config, workdir))
     local["audit"]["forward"] = forward
-    (workdir / "vgate.yaml").write_text(yaml.safe_dump(local, sort_keys=False))
+    HOST_CONFIG.write_text(yaml.safe_dump(local, sort_keys=False))
     charts.project(vgate.policies, workdir / "policies")
     (workdir / "exceptions").mkdir(exist_ok=True)
     apply(vgate.cluster_setup)
-    vgate_component().start()
+    if pods:
+        PODS_MODE.touch()
+        release = vgate_release()
+        release.start()
+        (workdir / "audit").symlink_to(release.audit_dir)  # the shared claim, where the tests read decisions
+    else:
+        vgate_component().start()
     apply(vgate.webhook_configurations)
 
 
@@ -463,7 +598,9 @@ def stop(name: str) -> None:
 
 
 def down(quiet: bool = False) -> None:
-    """Stops every process `up` started (the pid files say which), newest first."""
+    """Stops every process `up` started (the pid files say which), newest first, and the chart's pods."""
+    from e2e import pods as chart_pods
+    chart_pods.remove_all()
     pids = RUN / "pids"
     if not pids.is_dir():
         return
@@ -494,6 +631,8 @@ def _alive(pid: int) -> bool:
 def status() -> int:
     pids = RUN / "pids"
     states = {p.stem: running(p.stem) for p in sorted(pids.glob("*.pid"))} if pids.is_dir() else {}
+    if pods_mode():
+        states["vgate (the chart's pods)"] = vgate_running()
     print(json.dumps(states, indent=1))
     return 0 if states and all(states.values()) else 1
 
@@ -501,9 +640,11 @@ def status() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="e2e/cluster", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["up", "down", "status", "build"])
+    parser.add_argument("--pods", action="store_true",
+                        help="up: vgate as the chart's pods (podman, the image built from the Dockerfile)")
     args = parser.parse_args(argv)
     if args.command == "up":
-        up()
+        up(pods=args.pods)
     elif args.command == "down":
         down()
     elif args.command == "build":

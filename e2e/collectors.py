@@ -31,16 +31,17 @@ def _openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
-def make_pki(directory: Path) -> Path:
-    """A CA, the collector's certificate (localhost, 127.0.0.1), vgate's client certificate, and a
-    second CA with a certificate of the same names (what a wrong server presents)."""
+def make_pki(directory: Path, addresses: tuple[str, ...] = ()) -> Path:
+    """A CA, the collector's certificate (localhost, 127.0.0.1 and ``addresses``), vgate's client
+    certificate, and a second CA with a certificate of the same names (what a wrong server presents)."""
     directory.mkdir(parents=True, exist_ok=True)
+    served = ",".join(["DNS:localhost", "IP:127.0.0.1", *(f"IP:{address}" for address in addresses)])
     curve = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
     for ca in ("ca", "wrong-ca"):
         _openssl("req", "-x509", *curve, "-keyout", str(directory / f"{ca}.key"), "-out", str(directory / f"{ca}.pem"),
                  "-days", "2", "-subj", f"/CN={ca}")
-    for name, ca, usage, names in (("server", "ca", "serverAuth", "DNS:localhost,IP:127.0.0.1"),
-                                   ("wrong-server", "wrong-ca", "serverAuth", "DNS:localhost,IP:127.0.0.1"),
+    for name, ca, usage, names in (("server", "ca", "serverAuth", served),
+                                   ("wrong-server", "wrong-ca", "serverAuth", served),
                                    ("client", "ca", "clientAuth", "DNS:vgate")):
         _openssl("req", *curve, "-keyout", str(directory / f"{name}.key"), "-out", str(directory / f"{name}.csr"),
                  "-subj", f"/CN={name}")

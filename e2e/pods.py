@@ -60,13 +60,19 @@ class PodRelease:
 
     ``objects``: the chart rendered for this release (its ``webhooks.url`` the balancer's address).
     Replica ``i`` publishes HTTPS on ``https_port + i`` and its probe port on ``probe_port + i``.
+    ``folders``: where a volume's files are projected, by volume name, when not under the release's
+    own state (the suite's release shares its policies folder with the tests that edit it);
+    ``secrets``: the files of each Secret a volume names, as the kubelet would mount them.
     """
 
     def __init__(self, objects: list[dict[str, Any]], fullname: str, balancer_port: int, https_port: int,
-                 probe_port: int, replicas: int = 2) -> None:
+                 probe_port: int, replicas: int = 2, *, api_relay_port: int = API_RELAY_PORT,
+                 folders: dict[str, Path] | None = None, secrets: dict[str, dict[str, bytes]] | None = None,
+                 audit_claim_bytes: int = AUDIT_CLAIM_BYTES) -> None:
         self.objects, self.fullname = objects, fullname
         self.balancer_port, self.https_port, self.probe_port = balancer_port, https_port, probe_port
-        self.replicas = replicas
+        self.replicas, self.api_relay_port, self.audit_claim_bytes = replicas, api_relay_port, audit_claim_bytes
+        self.folders, self.secrets = folders or {}, secrets or {}
         self.root = cluster.RUN / "pods" / fullname
         self.haproxy: subprocess.Popen[bytes] | None = None
 
@@ -83,7 +89,7 @@ class PodRelease:
         return self.root / "claims" / "audit" / "audit"  # the claim's folder, then the mount's subPath
 
     def folder(self, volume: str) -> Path:
-        return self.root / "volumes" / volume
+        return self.folders.get(volume) or self.root / "volumes" / volume
 
     def project_config_maps(self) -> None:
         """Each ConfigMap volume of the pod template, written (or rewritten) as the kubelet does."""
@@ -93,6 +99,25 @@ class PodRelease:
             data = self.object("ConfigMap", volume["configMap"]["name"]).get("data") or {}
             items = volume["configMap"].get("items") or [{"key": k, "path": k} for k in data]
             charts.project({item["path"]: data[item["key"]] for item in items}, self.folder(volume["name"]))
+
+    def project_secrets(self) -> None:
+        """Each Secret volume whose Secret this release was given, written as the kubelet does: the
+        files under ``..data``, group-owned by the pods' fsGroup, with the volume's defaultMode."""
+        for volume in self.deployment["spec"]["template"]["spec"]["volumes"]:
+            files = self.secrets.get((volume.get("secret") or {}).get("secretName", ""))
+            if files is None:
+                continue
+            folder = self.folder(volume["name"])
+            charts.project({name: data.decode() for name, data in files.items()}, folder)
+            data = (folder / "..data").resolve()
+            for name in files:
+                os.chown(data / name, 0, UID)
+                os.chmod(data / name, volume["secret"].get("defaultMode", 0o644))
+
+    def replace_secret(self, name: str, files: dict[str, bytes]) -> None:
+        """A Secret updated in the API (a renewed certificate), as the pods then see it."""
+        self.secrets[name] = files
+        self.project_secrets()
 
     def edit_config_map(self, name: str, data: dict[str, str]) -> None:
         """`kubectl edit configmap`, as the pods then see it: the new data projected with a new ..data."""
@@ -129,7 +154,7 @@ class PodRelease:
         container = spec["containers"][0]
         container["image"] = image
         added = {"VGATE_REPLICA": name,  # the chart's fieldRef: the pod's name
-                 "KUBERNETES_SERVICE_HOST": cluster.PODMAN_GATEWAY, "KUBERNETES_SERVICE_PORT": str(API_RELAY_PORT),
+                 "KUBERNETES_SERVICE_HOST": cluster.PODMAN_GATEWAY, "KUBERNETES_SERVICE_PORT": str(self.api_relay_port),
                  **(env or {})}
         container["env"] = [e for e in container.get("env", []) if e["name"] not in added] + [
             {"name": key, "value": value} for key, value in added.items()]
@@ -165,9 +190,10 @@ class PodRelease:
         shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True)
         self.project_config_maps()
+        self.project_secrets()
         # the shared claim is a volume of its own size (a tmpfs), so that a test can fill it
         (self.root / "claims" / "audit").mkdir(parents=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={AUDIT_CLAIM_BYTES}", "tmpfs",
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.audit_claim_bytes}", "tmpfs",
                         str(self.root / "claims" / "audit")], check=True)
         for claim in ("audit/audit", "audit/reports", "report-anchor"):
             (self.root / "claims" / claim).mkdir(parents=True, exist_ok=True)
@@ -177,6 +203,24 @@ class PodRelease:
             self.play(index, image)
         for index in range(self.replicas):
             self.wait_ready(index)
+
+    def stop_replicas(self) -> None:
+        """Every replica stopped (SIGTERM, then SIGKILL after 10 s), HAProxy left up: the Service
+        with no ready endpoint, as after `kubectl scale --replicas=0`."""
+        for index in range(self.replicas):
+            podman("pod", "stop", "-t", "10", f"{self.fullname}-{index}", check=False)
+
+    def start_replicas(self, image: str = IMAGE) -> None:
+        """Every replica made anew (new pods, as the Deployment makes them), returning when ready."""
+        for index in range(self.replicas):
+            self.play(index, image)
+        for index in range(self.replicas):
+            self.wait_ready(index)
+
+    def running(self) -> bool:
+        """Whether any replica's container runs."""
+        return any(podman("container", "inspect", "-f", "{{.State.Running}}", self.container(index),
+                          check=False).stdout.strip() == "true" for index in range(self.replicas))
 
     def wait_ready(self, index: int) -> None:
         if not eventually(lambda: self.ready(index), timeout=120):
@@ -264,7 +308,7 @@ backend replicas
     option httpchk GET /readyz
 {servers}
 frontend apiserver
-    bind 0.0.0.0:{API_RELAY_PORT}
+    bind 0.0.0.0:{self.api_relay_port}
     default_backend apiserver
 backend apiserver
     server api {cluster.HOST}:{cluster.APISERVER_PORT}
@@ -289,17 +333,30 @@ backend apiserver
         return filler
 
     def stop(self) -> None:
-        for name in [*(f"{self.fullname}-{index}" for index in range(self.replicas)), f"{self.fullname}-report-writer"]:
-            podman("pod", "rm", "-f", name, check=False)
-        subprocess.run(["umount", str(self.root / "claims" / "audit")], capture_output=True, check=False)
-        pid_file = self.root / "haproxy.pid"
-        if pid_file.exists():
-            try:
-                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            pid_file.unlink()
-            time.sleep(0.2)
+        remove(self.root)
+
+
+def remove(root: Path) -> None:
+    """Everything a release started under ``root``: its pods (each played from a manifest there),
+    its claim's tmpfs, its HAProxy. Also what `e2e/cluster down` calls, from any process."""
+    for manifest in root.glob("*.yaml"):
+        podman("pod", "rm", "-f", manifest.stem, check=False)
+    subprocess.run(["umount", str(root / "claims" / "audit")], capture_output=True, check=False)
+    pid_file = root / "haproxy.pid"
+    if pid_file.exists():
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        pid_file.unlink()
+        time.sleep(0.2)
+
+
+def remove_all() -> None:
+    """Every release under .e2e/run/pods (`e2e/cluster down`)."""
+    folder = cluster.RUN / "pods"
+    for root in sorted(folder.iterdir()) if folder.is_dir() else []:
+        remove(root)
 
 
 def _host_folder(name: str, path: Path) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 `e2e/cluster up` builds what is missing (cached in .e2e/) and starts etcd, kube-apiserver,
 kube-controller-manager, Volcano, kwok and vgate. VGATE_E2E_REUSE=1 keeps a cluster already up
-(for a developer iterating on one test); CI always starts a fresh one.
+(for a developer iterating on one test); CI always starts a fresh one. VGATE_E2E_PODS=1 runs vgate
+as the chart's pods instead of a process (CI runs the suite both ways).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def deny_egress(namespace: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[Kube]:
-    reuse = os.environ.get("VGATE_E2E_REUSE") == "1" and cluster.status() == 0
+    pods = os.environ.get("VGATE_E2E_PODS") == "1"  # vgate as the chart's pods (`e2e/cluster up --pods`)
+    reuse = os.environ.get("VGATE_E2E_REUSE") == "1" and cluster.status() == 0 and cluster.pods_mode() == pods
     if not reuse:
-        cluster.up()
+        cluster.up(pods=pods)
     kube = Kube()
     for name in QUEUES:
         result = kube.apply(queue(name))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import urllib.request
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -165,8 +164,7 @@ def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is
         [change] = [r for r in decisions() if r["kind"] == "v1/Node" and r["name"] == node_name and r["allowed"]]
         assert change["drift"] == [{"pod": f"{NAMESPACE}/{name}", "node": node_name, "changes": [
             {"what": "encryption", "change": f"lost its memory-encryption label {SEV}=true"}]}], change
-        metrics = urllib.request.urlopen(f"http://{cluster.HOST}:{cluster.VGATE_METRICS_PORT}/metrics",
-                                         timeout=5).read().decode()
+        metrics = cluster.vgate_metrics()
         assert any(line.startswith('vgate_drift_total{what="encryption"}') and float(line.split()[-1]) >= 1
                    for line in metrics.splitlines()), metrics
         after = json.loads(audit_scan(cluster.ROOT / "policies").stdout)

@@ -65,8 +65,8 @@ def policy_set(kube: Kube) -> Iterator[dict[str, str]]:
 @pytest.fixture
 def vgate_restarted_after(kube: Kube) -> Iterator[None]:
     yield
-    if not (cluster.RUN / "pids" / "vgate.pid").exists():
-        cluster.vgate_component().start()
+    if not cluster.vgate_running():
+        cluster.start_vgate()
     cluster.apply(cluster.vgate_webhook_configurations())
 
 
@@ -194,9 +194,7 @@ def test_certificate_rotation_while_requests_flow_loses_none(kube: Kube) -> None
     before = (cluster.VGATE_DIR / "certs" / "tls.crt").read_bytes()
     try:
         time.sleep(1)
-        subprocess.run([*cluster.VGATE_CLI, "certs", "--out", str(cluster.VGATE_DIR / "certs"),
-                        "--ca-dir", str(cluster.VGATE_DIR / "certs.ca")], check=True, capture_output=True)
-        renewed = (cluster.VGATE_DIR / "certs" / "tls.crt").read_bytes()
+        renewed = cluster.renew_vgate_certificate()
         assert renewed != before
         # The server replaces its workers one by one once it sees the new pair; every connection
         # then gets the renewed certificate (the API server trusts both: same CA).
@@ -236,7 +234,7 @@ def test_vgate_down_fails_closed_and_the_readme_break_glass_brings_pods_back(
     assert kube.create(pod(waiting, nodeSelector={"topology.kubernetes.io/zone": zone}), namespace=namespace).ok
     assert eventually(lambda: ((kube.get("pod", waiting, namespace) or {})["metadata"].get("annotations") or {})
                       .get("scheduling.k8s.io/group-name"))  # Volcano's controller gave it its PodGroup
-    cluster.stop("vgate")
+    cluster.stop_vgate()
     result = kube.create(pod(unique("down")), namespace=namespace)
     # Validation fails closed; the mutating webhook, called first, failed open (else its name would be here).
     assert not result.ok and 'failed calling webhook "validate.vgate.io"' in result.stderr, result.stderr
@@ -273,7 +271,7 @@ def test_vgate_down_fails_closed_and_the_readme_break_glass_brings_pods_back(
             cluster.apply(cluster.vgate_webhook_configurations())
         result = kube.create(pod(unique("undone")), namespace=namespace)
         assert not result.ok and "validate.vgate.io" in result.stderr, (undo, result.stderr)
-    cluster.vgate_component().start()
+    cluster.start_vgate()
     assert eventually(lambda: kube.create(pod(unique("back")), namespace=namespace).ok, timeout=30)
 
 

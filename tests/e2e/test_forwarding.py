@@ -21,7 +21,6 @@ from webhook.forward.forwarder import RETRY_SECONDS
 from test_admission import TRAINING, pod, unique
 
 AUDIT = cluster.VGATE_DIR / "audit"
-URL = f"relp+tls://localhost:{cluster.COLLECTOR_PORT}"
 
 
 def create_pods(kube: Kube, count: int, prefix: str) -> None:
@@ -43,7 +42,7 @@ def collected() -> Records:
 
 
 def delivered() -> bool:
-    return fully_delivered(AUDIT, URL)
+    return fully_delivered(AUDIT, cluster.forward_url())
 
 
 def test_the_audit_system_gets_every_decision_through_outages_and_a_wrong_certificate(kube: Kube):

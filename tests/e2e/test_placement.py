@@ -248,7 +248,7 @@ def test_bindings_wait_while_vgate_is_away_and_its_cache_is_cold(kube: Kube, nod
     Volcano keeps trying, and places it once vgate knows the node."""
     name, zone_node = unique("cold"), unique("zone-e-sev")
     assert kube.create(sensitive_pod(name, "zone-e"), namespace=TRAINING).ok  # zone-e has no node yet
-    cluster.stop("vgate")
+    cluster.stop_vgate()
     try:
         nodes.append(zone_node)
         assert kube.apply(node(zone_node, "zone-e")).ok
@@ -256,7 +256,7 @@ def test_bindings_wait_while_vgate_is_away_and_its_cache_is_cold(kube: Kube, nod
         # Volcano tries to bind; the API server cannot call vgate, and the binding webhook fails closed
         assert not eventually(lambda: (kube.get("pod", name, TRAINING) or {})["spec"].get("nodeName"), timeout=8)
     finally:
-        cluster.vgate_component().start()
+        cluster.start_vgate()
     placed = eventually(lambda: running_on_a_node(kube, TRAINING, name), timeout=90)
     assert placed and placed["spec"]["nodeName"] == zone_node
     assert [r["allowed"] for r in binding_records(name)][-1] is True

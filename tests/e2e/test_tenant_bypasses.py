@@ -24,7 +24,7 @@ from e2e.waiting import eventually
 from test_admission import pod, unique
 
 TENANT = "e2e-tenant"
-CONFIG = cluster.VGATE_DIR / "vgate.yaml"
+CONFIG = cluster.HOST_CONFIG
 
 
 def grant(admin: Kube, namespace: str, user: str, groups: list[str], resources: list[str], verbs: list[str]) -> None:
@@ -54,30 +54,33 @@ def tenant(control_plane: Kube) -> Kube:
 
 @pytest.fixture
 def live_config(control_plane: Kube) -> Iterator[Any]:
-    """Changes vgate's running config (as a ConfigMap edit would) and puts it back afterwards."""
-    original = CONFIG.read_text()
+    """Changes vgate's running config (as a ConfigMap edit would) and puts it back afterwards;
+    returns the changed config as the CLI here reads it."""
+    originals = {path: path.read_text() for path in cluster.vgate_configs()}
 
     def change(**sections: dict[str, Any]) -> Path:
-        document = yaml.safe_load(original)
-        for name, keys in sections.items():
-            document[name] = {**document.get(name, {}), **keys}
-        _swap(yaml.safe_dump(document, sort_keys=False))
+        changed = {}
+        for path, text in originals.items():
+            document = yaml.safe_load(text)
+            for name, keys in sections.items():
+                document[name] = {**document.get(name, {}), **keys}
+            changed[path] = yaml.safe_dump(document, sort_keys=False)
+        _swap(changed)
         return CONFIG
 
     yield change
-    _swap(original)
+    _swap(originals)
 
 
-def _swap(text: str) -> None:
-    """Writes the config and waits until vgate's workers serve it (each polls every 2 s)."""
+def _swap(texts: dict[Path, str]) -> None:
+    """Writes the configs and waits until vgate's workers serve them (each polls every 2 s)."""
     def reloaded_at() -> str | None:
         return (cluster.readiness().get("lastReload") or {}).get("at")
 
     before = reloaded_at()
     time.sleep(1.1)  # lastReload.at has whole seconds
-    temporary = CONFIG.with_suffix(".tmp")
-    temporary.write_text(text)
-    temporary.replace(CONFIG)
+    for path, text in texts.items():
+        cluster.write_vgate_config(path, text)
     assert eventually(lambda: reloaded_at() not in (None, before), timeout=20)
     time.sleep(5)
 
