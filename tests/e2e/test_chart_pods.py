@@ -187,6 +187,29 @@ def test_one_replica_killed_under_load_loses_at_most_what_was_in_flight(release:
     del start
 
 
+# each evaluator child's /proc/PID (the pattern's brackets keep this shell's own command line out)
+EVALUATORS = "for f in /proc/[0-9]*/cmdline; do grep -q 'webhook[.]policy[.]evaluator' $f && echo ${f%/cmdline}; done"
+
+
+def test_a_stopped_evaluator_inside_the_container_is_replaced_and_the_replica_stays_ready(
+        release: pods.PodRelease, kube: Kube) -> None:
+    """SIGSTOP on every evaluator child of replica 0, from inside the container (its own uid, no
+    capabilities): each worker's next readiness report finds its child silent and starts another,
+    the probe stays 200 and pods are admitted through the Service without waiting out a deadline."""
+    before = set(release.exec(0, "sh", "-c", EVALUATORS).stdout.split())
+    assert len(before) >= 2, before
+    stopped = release.exec(0, "sh", "-c", f"for p in {' '.join(before)}; do kill -STOP ${{p#/proc/}}; done")
+    assert stopped.returncode == 0, stopped.stderr
+    assert eventually(lambda: not before & set(release.exec(0, "sh", "-c", EVALUATORS).stdout.split())
+                      and len(release.exec(0, "sh", "-c", EVALUATORS).stdout.split()) >= 2, timeout=20), \
+        release.logs(0)[-2000:]
+    assert release.readyz(0)[0] == 200
+    started = time.monotonic()
+    assert all(code == 201 for code, _ in create_at_once([f"after-stop-{n}" for n in range(6)]))
+    assert time.monotonic() - started < 5
+    assert "answered no ping within 1 s" in release.logs(0)
+
+
 def test_a_full_audit_volume_turns_both_replicas_unready_and_back(release: pods.PodRelease, kube: Kube,
                                                                   tmp_path: Path) -> None:
     """The shared claim out of space: each decision that cannot be made durable is refused
