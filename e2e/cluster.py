@@ -445,6 +445,17 @@ EGRESS_VALUES = {"config": {"placement": {"egress": {"internalCIDRs": ["10.0.0.0
                                                       "podCIDRs": [POD_CIDR]}}}}
 
 
+def deny_egress_policy(namespace: str) -> dict[str, Any]:
+    """What a platform team puts in each tenant namespace: pods labelled vgate.io/egress=deny reach
+    only the cluster's DNS (vgate refuses a sensitive pod no such policy confines)."""
+    dns = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+           "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "deny-egress", "namespace": namespace},
+            "spec": {"podSelector": {"matchLabels": {"vgate.io/egress": "deny"}}, "policyTypes": ["Egress"],
+                     "egress": [{"to": [dns], "ports": [{"protocol": "UDP", "port": 53}]}]}}
+
+
 def _vgate_values(pods: bool) -> dict[str, Any]:
     """The values this control plane installs vgate's chart with: its CA given (the certificate
     `vgate certs` made), its webhooks at VGATE_URL; with the chart's pods, the image built here, two

@@ -26,9 +26,12 @@ import yaml
 from e2e import build, charts, cluster, pki
 
 TARGET_LABEL = "bench.vgate.io/target"
-# vgate-validate: vgate's validating webhooks alone (no mutation), as Kyverno and Gatekeeper are given
-# validation policies alone.
-TARGETS = ("none", "vgate", "vgate-validate", "kyverno", "gatekeeper")
+# vgate-validate: vgate's validating webhooks alone (no mutation); kyverno and gatekeeper: their
+# validation policies alone. The whole job (vgate's mutation too): vgate, kyverno-whole and
+# gatekeeper-whole, the peers given the same mutation (their mutate rules and mutators, from the same
+# namespace-to-queue mapping).
+TARGETS = ("none", "vgate", "vgate-validate", "kyverno", "kyverno-whole", "gatekeeper", "gatekeeper-whole")
+WHOLE_JOB = ("vgate", "kyverno-whole", "gatekeeper-whole")
 GATEKEEPER_PORT, GATEKEEPER_HEALTH_PORT, GATEKEEPER_METRICS_PORT = 16460, 16461, 16462
 KYVERNO_PORT, KYVERNO_METRICS_PORT = 16463, 16464
 GATEKEEPER_MODULE = "github.com/open-policy-agent/gatekeeper/v3"
@@ -75,9 +78,11 @@ def _authority() -> pki.Authority:
 
 
 def namespaces() -> None:
-    """One namespace per target, labelled for its webhooks' selectors."""
+    """One namespace per target, labelled for its webhooks' selectors, with the deny-egress policy a
+    platform team puts in each tenant namespace (vgate refuses a sensitive pod nothing confines)."""
     cluster.apply([{"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": bench_namespace(t), "labels": {TARGET_LABEL: t}}} for t in TARGETS])
+    cluster.apply([cluster.deny_egress_policy(bench_namespace(t)) for t in TARGETS])
 
 
 def scope_vgate() -> None:
@@ -136,7 +141,9 @@ def start_gatekeeper(library: Path) -> None:
              "CONTAINER_NAME": "manager"}).start(timeout=180)
     bundle = base64.b64encode(_authority().cert_path.read_bytes()).decode()
     base = f"https://{cluster.HOST}:{GATEKEEPER_PORT}"
-    cluster.apply([scoped(cluster._with_url(c, base, bundle), "gatekeeper") for c in webhooks])
+    cluster.apply([scoped(cluster._with_url(c, base, bundle), "gatekeeper-whole")
+                   if c["kind"] == "MutatingWebhookConfiguration" else
+                   scoped(cluster._with_url(c, base, bundle), "gatekeeper", "gatekeeper-whole") for c in webhooks])
     templates = [yaml.safe_load((library / "library" / "pod-security-policy" / name / "template.yaml").read_text())
                  for name in GATEKEEPER_LIBRARY_TEMPLATES]
     templates.append(yaml.safe_load((POLICIES / "gatekeeper-placement-template.yaml").read_text()))
@@ -144,6 +151,60 @@ def start_gatekeeper(library: Path) -> None:
     kinds = [t["spec"]["crd"]["spec"]["names"]["kind"] for t in templates]
     cluster.wait_established([f"{k.lower()}.constraints.gatekeeper.sh" for k in kinds])
     cluster.apply([d for d in yaml.safe_load_all((POLICIES / "gatekeeper-constraints.yaml").read_text()) if d])
+    cluster.apply(gatekeeper_mutators())
+
+
+def queue_mapping() -> tuple[dict[str, str], str, dict[str, str], dict[str, int]]:
+    """vgate's mapping, from its running config: namespace -> queue (queues.byNamespace), the queue of
+    every other namespace (queues.default), queue -> priority class (queues.definitions) and class ->
+    value (priorityClasses.values). What the peers' mutations are written from."""
+    config = yaml.safe_load(cluster.HOST_CONFIG.read_text())
+    queues = config["queues"]
+    classes = {queue: definition["priorityClass"] for queue, definition in (queues.get("definitions") or {}).items()
+               if definition.get("priorityClass")}
+    return dict(queues.get("byNamespace") or {}), queues.get("default", "default"), classes, \
+        dict(config["priorityClasses"]["values"])
+
+
+def kyverno_queue_config_map() -> dict[str, Any]:
+    """The ConfigMap bench/peers/kyverno-mutation.yaml looks the queue, class and value up in."""
+    by_namespace, default, classes, values = queue_mapping()
+    data = {"default": default, **{f"ns.{namespace}": queue for namespace, queue in by_namespace.items()},
+            **{f"class.{queue}": name for queue, name in classes.items()},
+            **{f"value.{name}": str(value) for name, value in values.items()}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vgate-queues", "namespace": "kyverno"},
+            "data": data}
+
+
+def gatekeeper_mutators() -> list[dict[str, Any]]:
+    """vgate's mutation as a Gatekeeper user writes it (mutators take constants): per queue, an
+    AssignMetadata for its annotation and Assigns for its priority class (where the pod names none)
+    and value, matched by the queue's namespaces (the default queue's: every other one); one Assign
+    of schedulerName volcano. Gatekeeper's mutating webhook sees only the whole-job target."""
+    by_namespace, default, classes, values = queue_mapping()
+    pods = {"scope": "Namespaced", "kinds": [{"apiGroups": [""], "kinds": ["Pod"]}]}
+    mutators = [_assign("vgate-scheduler", pods, "spec.schedulerName", "volcano")]
+    queues = {queue: [n for n, q in by_namespace.items() if q == queue] for queue in by_namespace.values()}
+    for queue, namespaces in [*queues.items(), (default, [])]:
+        match = {**pods, **({"namespaces": namespaces} if namespaces else {"excludedNamespaces": list(by_namespace)})}
+        mutators.append({"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "AssignMetadata",
+                         "metadata": {"name": f"vgate-queue-{queue}"},
+                         "spec": {"match": match, "location": 'metadata.annotations."scheduling.volcano.sh/queue-name"',
+                                  "parameters": {"assign": {"value": queue}}}})
+        if queue in classes:
+            unset = [{"subPath": "spec.priorityClassName", "condition": "MustNotExist"}]
+            name = classes[queue]
+            mutators += [_assign(f"vgate-priority-class-{queue}", match, "spec.priorityClassName", name, unset),
+                         _assign(f"vgate-priority-{queue}", match, "spec.priority", values[name])]
+    return mutators
+
+
+def _assign(name: str, match: dict[str, Any], location: str, value: Any,
+            path_tests: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"assign": {"value": value}, **({"pathTests": path_tests} if path_tests else {})}
+    return {"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "Assign", "metadata": {"name": name},
+            "spec": {"applyTo": [{"groups": [""], "kinds": ["Pod"], "versions": ["v1"]}], "match": match,
+                     "location": location, "parameters": parameters}}
 
 
 def start_kyverno() -> None:
@@ -155,7 +216,7 @@ def start_kyverno() -> None:
     for item in install:
         if item["kind"] == "ConfigMap" and item["metadata"]["name"] == "kyverno":
             selector = json.loads(item["data"]["webhooks"])["namespaceSelector"]
-            item["data"]["webhooks"] = json.dumps({"namespaceSelector": _scope(selector, "kyverno")})
+            item["data"]["webhooks"] = json.dumps({"namespaceSelector": _scope(selector, "kyverno", "kyverno-whole")})
     cluster.apply(install)
     cluster.wait_established([o["metadata"]["name"] for o in install if o["kind"] == "CustomResourceDefinition"])
     args = next(d for d in objects if d["kind"] == "Deployment" and d["metadata"]["name"] ==
@@ -174,6 +235,8 @@ def start_kyverno() -> None:
              "KYVERNO_ROLE_NAME": "kyverno:admission-controller", "KYVERNO_SVC": "kyverno-svc",
              "KYVERNO_DEPLOYMENT": "kyverno-admission-controller", "TUF_ROOT": str(cluster.RUN / "kyverno-tuf")},
     ).start(timeout=180)
-    policies = [d for d in yaml.safe_load_all((POLICIES / "kyverno-policies.yaml").read_text()) if d]
+    cluster.apply([kyverno_queue_config_map()])
+    policies = [d for name in ("kyverno-policies.yaml", "kyverno-mutation.yaml")
+                for d in yaml.safe_load_all((POLICIES / name).read_text()) if d]
     cluster.apply(policies)
     cluster.wait_condition("clusterpolicy", [p["metadata"]["name"] for p in policies], "Ready", timeout=120)

@@ -27,17 +27,6 @@ def queue(name: str) -> dict[str, Any]:
             "spec": {"weight": 1, "reclaimable": True}}
 
 
-def deny_egress(namespace: str) -> dict[str, Any]:
-    """What a platform team puts in each tenant namespace: pods labelled vgate.io/egress=deny reach
-    only the cluster's DNS (vgate refuses a sensitive pod no such policy confines)."""
-    dns = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-           "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": "deny-egress", "namespace": namespace},
-            "spec": {"podSelector": {"matchLabels": {"vgate.io/egress": "deny"}}, "policyTypes": ["Egress"],
-                     "egress": [{"to": [dns], "ports": [{"protocol": "UDP", "port": 53}]}]}}
-
-
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[Kube]:
     pods = os.environ.get("VGATE_E2E_PODS") == "1"  # vgate as the chart's pods (`e2e/cluster up --pods`)
@@ -51,7 +40,7 @@ def control_plane() -> Iterator[Kube]:
     for name in TENANT_NAMESPACES:
         if not kube.get("namespace", name):
             kube.namespace(name)
-        result = kube.apply(deny_egress(name))
+        result = kube.apply(cluster.deny_egress_policy(name))
         assert result.ok, result.stderr
     yield kube
     if not reuse:
