@@ -9,17 +9,23 @@ and the sensitive pod's placement rule as each writes it), beside vgate as the e
 (its chart's config and policies, its decision log), Volcano's webhooks in front of all.
 
 Each target has its own namespace (`secure-bench-<target>`; every webhook is scoped by namespace
-label, so one cluster holds them all): `none` (no policy webhook, only Volcano's), `vgate` (its
-mutating and validating webhooks), `vgate-validate` (its validating webhooks alone: validation is all
-the peers are given), `kyverno`, `gatekeeper`. A round creates --pods copies of the same restricted-compliant sensitive
-pod in each target's namespace in turn (order rotated round to round), as server-side dry-run
-creates (`POST .../pods?dryRun=All`: the API server runs the whole admission chain and stops before
-etcd, so no scheduling, PodGroup or binding churn differs between targets), twice: at fixed
-concurrency (--concurrency closed-loop clients) and at a fixed rate (--rate pods/s, open loop,
-latency from each pod's scheduled send time). Reported per target, medians of the rounds with
-their spread: p50/p99 and the p50/p99 added over `none` in the same round, throughput, and CPU µs
-per admitted pod of the webhook's whole process tree (from /proc), and the API server's, each less
-its idle rate (measured with no load at the start of each round).
+label, so one cluster holds them all): `none` (no policy webhook, only Volcano's); validation alone:
+`vgate-validate` (its validating webhooks, sent the pod as vgate's /mutate leaves it), `kyverno`,
+`gatekeeper`; the whole job, validation and vgate's mutation (the Volcano queue, `schedulerName`,
+priority class and value): `vgate` (its mutating and validating webhooks), `kyverno-whole`
+(bench/peers/kyverno-mutation.yaml beside its validation policies) and `gatekeeper-whole` (Assign and
+AssignMetadata mutators, e2e/peers.py), both written from vgate's own namespace-to-queue mapping.
+Before measuring, each whole-job target must store the same pod as vgate (queue, scheduler,
+priority class and value, resources), and every target must admit the bench pod and refuse the
+violating ones, or the bench stops naming the target. A round creates --pods copies of the same
+restricted-compliant sensitive pod in each target's namespace in turn (order rotated round to
+round), as server-side dry-run creates (`POST .../pods?dryRun=All`: the API server runs the whole
+admission chain and stops before etcd, so no scheduling, PodGroup or binding churn differs between
+targets), twice: at fixed concurrency (--concurrency closed-loop clients) and at a fixed rate
+(--rate pods/s, open loop, latency from each pod's scheduled send time). Reported per target,
+medians of the rounds with their spread: p50/p99 and the p50/p99 added over `none` in the same
+round, throughput, and CPU µs per admitted pod of the webhook's whole process tree (from /proc), and
+the API server's, each less its idle rate (measured with no load at the start of each round).
 
     python bench/peers.py --library ../gatekeeper-library --rounds 3 --pods 300
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import re
 import ssl
 import statistics
 import sys
@@ -50,7 +57,8 @@ from webhook.core.queues import QUEUE_ANNOTATION  # noqa: E402
 from load import realistic_pod, tree_cpu_seconds  # noqa: E402
 
 # target -> the component whose CPU it costs
-WEBHOOKS = {"vgate": "vgate", "vgate-validate": "vgate", "kyverno": "kyverno", "gatekeeper": "gatekeeper"}
+WEBHOOKS = {"vgate": "vgate", "vgate-validate": "vgate", "kyverno": "kyverno", "kyverno-whole": "kyverno",
+            "gatekeeper": "gatekeeper", "gatekeeper-whole": "gatekeeper"}
 
 
 def bench_pod(namespace: str) -> dict[str, Any]:
@@ -102,6 +110,23 @@ class Client:
         self.context.load_cert_chain(user["client-certificate"], user["client-key"])
         self.local = threading.local()
 
+    def webhook_calls(self) -> dict[str, float]:
+        """The API server's count of calls to each admission webhook so far (reinvocations included):
+        apiserver_admission_webhook_request_total summed by webhook name and type."""
+        connection = http.client.HTTPSConnection(cluster.HOST, cluster.APISERVER_PORT, context=self.context, timeout=30)
+        try:
+            connection.request("GET", "/metrics")
+            text = connection.getresponse().read().decode()
+        finally:
+            connection.close()
+        calls: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("apiserver_admission_webhook_request_total{"):
+                labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+                key = f"{labels['name']} ({labels['type']})"
+                calls[key] = calls.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+        return calls
+
     def create(self, namespace: str, body: bytes) -> tuple[int, bytes]:
         connection = getattr(self.local, "connection", None)
         if connection is None:
@@ -129,6 +154,32 @@ def check_policies(client: Client) -> None:
             status, text = client.create(namespace, json.dumps(pod).encode())
             if (status == 201) != (target == "none"):
                 sys.exit(f"peers: {target} answered {status} to a {what} pod: {text[:400]!r}")
+
+
+def placement_fields(stored: dict[str, Any]) -> dict[str, Any]:
+    """What the whole job decides about a pod: its queue, scheduler, priority class and value, and
+    each container's resources."""
+    return {"queue": (stored["metadata"].get("annotations") or {}).get(QUEUE_ANNOTATION),
+            "schedulerName": stored["spec"].get("schedulerName"),
+            "priorityClassName": stored["spec"].get("priorityClassName"), "priority": stored["spec"].get("priority"),
+            "resources": [c.get("resources") for c in stored["spec"]["containers"]]}
+
+
+def check_whole_job(client: Client) -> dict[str, Any]:
+    """Each whole-job target stores the bench pod as vgate does (server-side dry run: the object as it
+    would be stored); the fields, or exit naming the target that differs."""
+    stored = {}
+    for target in peers.WHOLE_JOB:
+        status, text = client.create(peers.bench_namespace(target), json.dumps(pod_for(target)).encode())
+        if status != 201:
+            sys.exit(f"peers: {target} refused the bench pod: {status} {text[:400]!r}")
+        stored[target] = placement_fields(json.loads(text))
+    for target, fields in stored.items():
+        if fields != stored["vgate"]:
+            sys.exit(f"peers: {target} stores {fields}, vgate {stored['vgate']}: not the same job")
+    if stored["vgate"]["queue"] is None or stored["vgate"]["schedulerName"] != "volcano":
+        sys.exit(f"peers: vgate did not mutate the bench pod: {stored['vgate']}")
+    return stored["vgate"]
 
 
 def _send_all(client: Client, namespace: str, body: bytes, count: int, threads: int,
@@ -175,6 +226,7 @@ def one_run(client: Client, target: str, count: int, concurrency: int, rate: flo
     namespace = peers.bench_namespace(target)
     body = json.dumps(pod_for(target)).encode()
     pids = processes()
+    calls_before = client.webhook_calls()
     before = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
     if rate:
         start = time.monotonic() + 0.2
@@ -183,9 +235,11 @@ def one_run(client: Client, target: str, count: int, concurrency: int, rate: flo
     else:
         latencies, wall = _send_all(client, namespace, body, count, concurrency, None)
     cpu = {name: tree_cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+    calls = {name: (value - calls_before.get(name, 0.0)) / count for name, value in client.webhook_calls().items()
+             if value > calls_before.get(name, 0.0)}
     ordered = sorted(latencies)
     return {"target": target, "p50": statistics.median(ordered), "p99": ordered[int(0.99 * (len(ordered) - 1))],
-            "rps": count / wall, "wall": wall, "cpu": cpu, "count": count}
+            "rps": count / wall, "wall": wall, "cpu": cpu, "count": count, "calls": calls}
 
 
 def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
@@ -249,6 +303,7 @@ def main() -> None:
     client = Client()
     try:
         check_policies(client)
+        print(f"whole job, as each whole-job target stores the pod: {check_whole_job(client)}", file=sys.stderr)
         for target in peers.TARGETS:  # warm every path: connections, caches, compiled policies
             one_run(client, target, 50, args.concurrency, None)
         runs: dict[str, list[dict[str, Any]]] = {"concurrency": [], "rate": []}
@@ -269,6 +324,14 @@ def main() -> None:
     print("idle CPU (subtracted): " + ", ".join(f"{name} {rate * 1e3:.1f} ms/s" for name, rate in idle_median.items()))
     print("\n".join(report(runs["concurrency"], idle_median, f"concurrency {args.concurrency}")))
     print("\n".join(report(runs["rate"], idle_median, f"rate {args.rate:g}/s")))
+    print("webhook calls per pod (the API server's count, reinvocations included; median over rounds):")
+    for target in peers.TARGETS:
+        mine = [r["calls"] for r in runs["concurrency"] if r["target"] == target]
+        # other webhooks' stray calls in the same interval (their own objects, leases) round to nothing
+        names = sorted({name for calls in mine for name in calls if statistics.median(
+            c.get(name, 0.0) for c in mine) >= 0.01})
+        print(f"  {target:16} " + (", ".join(f"{name} {statistics.median(c.get(name, 0.0) for c in mine):.2f}"
+                                              for name in names) or "none"))
     if args.json:
         args.json.write_text(json.dumps({"idle": idle, **runs}, indent=1))
 
