@@ -1,0 +1,180 @@
+"""Where one /validate and one /mutate spend their time, part by part: a profile anyone can re-run.
+
+    python bench/latency_split.py --calls 400 --rounds 5
+
+bench/load.py's 4.4 KB sensitive training pod, the same AdmissionReview it sends to both
+endpoints (unmutated, so /validate judges it by every rule and refuses it: its CPU aims are of
+this), in one run of interleaved rounds (medians, spread in brackets), measured two ways:
+
+- over HTTPS: `vgate serve` with one worker on loopback (bench/load.start_server: the shipped config
+  and policies, its own certificates, its decision log synced before each answer), one keep-alive
+  client sending serially: the round trip of /healthz (TLS records, HTTP, the server's loop: the
+  floor), of /validate and of /mutate;
+- in this process, the worker's own objects (wiring.load_gateway, the same config and policies),
+  each part alone, --calls calls each: decode (admission.decode_review: parse, size and depth
+  checks); the evaluator child's round trip (IsolatedEngine.evaluate less the engine alone); the
+  engine (a RegorusEngine in this process: the RVM and its result); the decision record and its
+  fdatasync (DecisionLog.record of the record /validate writes); the answer (encode_response and
+  its JSON); the whole of Gateway.validate and Gateway.mutate; the rest of the whole (the rules'
+  outcomes, exceptions, metrics, the mutation's own steps) is the whole less those parts.
+
+TLS, HTTP and the body read are the HTTPS round trip less the in-process whole. Wall µs per call;
+CPU µs per call of this process for what runs in it (the engine's is the RVM's, on this thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from webhook.core.admission import Decision, decode_review, encode_response  # noqa: E402
+from webhook.core.contract import EngineInput  # noqa: E402
+from webhook.files.config_file import DEFAULT_CONFIG_PATH  # noqa: E402
+from webhook.policy.regorus_engine import RegorusEngine  # noqa: E402
+from webhook.policy.sources import load_policy_set  # noqa: E402
+from webhook.server.gateway import Gateway  # noqa: E402
+from webhook.server.metrics import Metrics  # noqa: E402
+from webhook.server.wiring import Settings, load_gateway  # noqa: E402
+
+from load import admission_review, realistic_pod, start_server  # noqa: E402
+
+PARTS = ("decode", "evaluator round trip", "engine (RVM)", "decision record + fdatasync", "answer",
+         "rest of /validate", "/validate in process", "rest of /mutate", "/mutate in process",
+         "HTTPS /healthz", "HTTPS /validate", "HTTPS /mutate", "TLS+HTTP+body, /validate", "TLS+HTTP+body, /mutate")
+
+
+def timed(call: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """Wall and CPU (this process) µs per call of ``call``, after a few unmeasured ones."""
+    for _ in range(min(20, calls)):
+        call()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - wall) / calls * 1e6, (time.process_time() - cpu) / calls * 1e6
+
+
+def in_process(gateway: Gateway, engine: RegorusEngine, body: bytes, calls: int) -> dict[str, tuple[float, float]]:
+    """Each part of the worker's path alone, and the wholes, on the same request."""
+    review = orjson.loads(body)
+    depth = gateway.config.server.max_json_depth
+    request = decode_review(body, depth)
+    gateway.validate(body)
+    decisions = gateway.decisions
+    assert decisions is not None
+    segment = max(decisions.directory.glob("decisions-*.jsonl"), key=lambda p: p.stat().st_mtime)
+    record = {k: v for k, v in json.loads(segment.read_bytes().splitlines()[-1]).items()
+              if k not in ("time", "replica", "prev")}  # what _finish hands the log
+    answered = gateway.validate(body)
+    allowed = Decision(allowed=True)
+    isolated = gateway.engine
+    parts = {
+        "decode": timed(lambda: decode_review(body, depth), calls),
+        "engine (RVM)": timed(lambda: engine.evaluate(EngineInput(body, review)), calls),
+        "evaluator round trip": timed(lambda: isolated.evaluate(EngineInput(body, review)), calls),
+        "decision record + fdatasync": timed(lambda: decisions.record(record), calls),
+        "answer": timed(lambda: orjson.dumps(encode_response(request, allowed)), calls),
+        "/validate in process": timed(lambda: gateway.validate(body), calls),
+        "/mutate in process": timed(lambda: gateway.mutate(body), calls),
+    }
+    assert "response" in answered, answered  # bench/load.py's body: unmutated, so /validate refuses it, fully judged
+    wall, cpu = parts["evaluator round trip"]
+    engine_wall, engine_cpu = parts["engine (RVM)"]
+    parts["evaluator round trip"] = (wall - engine_wall, cpu)  # the parent waits; its CPU is its own
+    validate_parts = ("decode", "evaluator round trip", "engine (RVM)", "decision record + fdatasync", "answer")
+    parts["rest of /validate"] = tuple(  # type: ignore[assignment]
+        parts["/validate in process"][i] - sum(parts[p][i] for p in validate_parts if not (
+            i == 1 and p == "engine (RVM)")) for i in (0, 1))
+    mutate_parts = ("decode", "decision record + fdatasync", "answer")
+    parts["rest of /mutate"] = tuple(  # type: ignore[assignment]
+        parts["/mutate in process"][i] - sum(parts[p][i] for p in mutate_parts) for i in (0, 1))
+    return parts
+
+
+def over_https(port: int, ca: str, body: bytes, calls: int) -> dict[str, float]:
+    """Median wall µs of serial keep-alive round trips, per endpoint."""
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=ssl.create_default_context(cafile=ca),
+                                             timeout=10)
+    found = {}
+    for path, payload in (("/healthz", None), ("/validate", body), ("/mutate", body)):
+        samples = []
+        for n in range(calls + 20):
+            started = time.perf_counter()
+            connection.request("POST" if payload else "GET", path, payload,
+                               {"Content-Type": "application/json"} if payload else {})
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise SystemExit(f"{path}: HTTP {response.status}")
+            if n >= 20:
+                samples.append((time.perf_counter() - started) * 1e6)
+        found[f"HTTPS {path}"] = statistics.median(samples)
+    connection.close()
+    return found
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}–{max(values):,.0f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=400, help="calls per part and round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
+    parser.add_argument("--json", type=Path, help="also write every round's figures here")
+    args = parser.parse_args()
+
+    body = admission_review(realistic_pod())
+    server, port, ca, server_dir = start_server(workers=1, threads=1)
+    with tempfile.TemporaryDirectory(prefix="vgate-split-") as scratch:
+        config = Path(scratch) / "vgate.yaml"
+        document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+        document["audit"]["dir"] = str(Path(scratch) / "audit")
+        config.write_text(yaml.safe_dump(document))
+        gateway = load_gateway(Settings(str(config), str(ROOT / "policies"), hourly_reports=False), Metrics())
+        engine = RegorusEngine(load_policy_set(ROOT / "policies"), gateway.config.document)
+        rounds: list[dict[str, Any]] = []
+        try:
+            for n in range(args.rounds):  # the two ways alternate, so drift on a shared machine hits both
+                figures: dict[str, Any] = {}
+                if n % 2 == 0:
+                    figures |= in_process(gateway, engine, body, args.calls)
+                    figures |= over_https(port, ca, body, args.calls)
+                else:
+                    figures |= over_https(port, ca, body, args.calls)
+                    figures |= in_process(gateway, engine, body, args.calls)
+                for endpoint in ("validate", "mutate"):
+                    figures[f"TLS+HTTP+body, /{endpoint}"] = (figures[f"HTTPS /{endpoint}"]
+                                                             - figures[f"/{endpoint} in process"][0])
+                rounds.append(figures)
+                print(f"round {n + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+        finally:
+            server.terminate()
+            server.wait()
+            server_dir.cleanup()
+    print(f"{len(body):,}-byte AdmissionReview, {args.calls} calls per part and round, {args.rounds} rounds: "
+          "wall µs per call (CPU µs in this process), medians (spread)")
+    for part in PARTS:
+        walls = [r[part][0] if isinstance(r[part], tuple) else r[part] for r in rounds]
+        cpus = [r[part][1] for r in rounds if isinstance(r[part], tuple)]
+        print(f"  {part:30} {spread(walls):24} {('CPU ' + spread(cpus)) if cpus else ''}")
+    if args.json:
+        args.json.write_text(json.dumps(rounds, indent=1))
+
+
+if __name__ == "__main__":
+    main()
