@@ -26,17 +26,13 @@ import time
 from pathlib import Path
 
 import orjson
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from webhook.core.contract import EngineInput  # noqa: E402
-from webhook.files.config_file import DEFAULT_CONFIG_PATH  # noqa: E402
-from webhook.server.metrics import Metrics  # noqa: E402
-from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import realistic_pod  # noqa: E402
+from load import realistic_pod, worker_gateway  # noqa: E402
 
 
 def job_review(tasks: int) -> bytes:
@@ -77,11 +73,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vgate-job-scale-") as scratch:
-        config = Path(scratch) / "vgate.yaml"
-        document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-        document["audit"]["dir"] = str(Path(scratch) / "audit")
-        config.write_text(yaml.safe_dump(document))
-        gateway = load_gateway(Settings(str(config), str(ROOT / "policies"), hourly_reports=False), Metrics())
+        gateway = worker_gateway(Path(scratch))
         limit = gateway.config.server.max_body_bytes
         bodies = {n: job_review(n) for n in args.tasks}
         fits = [n for n, body in bodies.items() if len(body) <= limit]

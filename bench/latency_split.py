@@ -37,21 +37,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from webhook.core.admission import Decision, decode_review, encode_response  # noqa: E402
 from webhook.core.contract import EngineInput  # noqa: E402
-from webhook.files.config_file import DEFAULT_CONFIG_PATH  # noqa: E402
 from webhook.policy.regorus_engine import RegorusEngine  # noqa: E402
 from webhook.policy.sources import load_policy_set  # noqa: E402
 from webhook.server.gateway import Gateway  # noqa: E402
-from webhook.server.metrics import Metrics  # noqa: E402
-from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import admission_review, realistic_pod, start_server  # noqa: E402
+from load import admission_review, realistic_pod, start_server, worker_gateway  # noqa: E402
 
 PARTS = ("decode", "evaluator round trip", "engine (RVM)", "decision record + fdatasync", "answer",
          "rest of /validate", "/validate in process", "rest of /mutate", "/mutate in process",
@@ -141,11 +137,7 @@ def main() -> None:
     body = admission_review(realistic_pod())
     server, port, ca, server_dir = start_server(workers=1, threads=1)
     with tempfile.TemporaryDirectory(prefix="vgate-split-") as scratch:
-        config = Path(scratch) / "vgate.yaml"
-        document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-        document["audit"]["dir"] = str(Path(scratch) / "audit")
-        config.write_text(yaml.safe_dump(document))
-        gateway = load_gateway(Settings(str(config), str(ROOT / "policies"), hourly_reports=False), Metrics())
+        gateway = worker_gateway(Path(scratch))
         engine = RegorusEngine(load_policy_set(ROOT / "policies"), gateway.config.document)
         rounds: list[dict[str, Any]] = []
         try:

@@ -33,6 +33,9 @@ from typing import Any
 import yaml
 
 from webhook.files.config_file import DEFAULT_CONFIG_PATH
+from webhook.server.gateway import Gateway
+from webhook.server.metrics import Metrics
+from webhook.server.wiring import Settings, load_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -168,6 +171,17 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
             "p99_ms": float(rows["99"]),
             "cpu_us": cpu_us,
         }
+
+
+def worker_gateway(scratch: Path) -> Gateway:
+    """A worker's own objects in this process (wiring.load_gateway: the shipped config and policies,
+    the evaluator child, a decision log synced before each answer, in ``scratch``), for benches that
+    time the worker's path without HTTP."""
+    config = scratch / "vgate.yaml"
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["audit"]["dir"] = str(scratch / "audit")
+    config.write_text(yaml.safe_dump(document))
+    return load_gateway(Settings(str(config), str(ROOT / "policies"), hourly_reports=False), Metrics())
 
 
 def start_server(
