@@ -199,10 +199,7 @@ class PodRelease:
             (self.root / "claims" / claim).mkdir(parents=True, exist_ok=True)
         self.own_claims()
         self._start_haproxy()
-        for index in range(self.replicas):
-            self.play(index, image)
-        for index in range(self.replicas):
-            self.wait_ready(index)
+        self.start_replicas(image)
 
     def stop_replicas(self) -> None:
         """Every replica stopped (SIGTERM, then SIGKILL after 10 s), HAProxy left up: the Service
