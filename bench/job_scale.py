@@ -32,7 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from webhook.core.contract import EngineInput  # noqa: E402
 
-from load import realistic_pod, worker_gateway  # noqa: E402
+from load import realistic_pod, tree_cpu_seconds, worker_gateway  # noqa: E402
 
 
 def job_review(tasks: int) -> bytes:
@@ -50,20 +50,6 @@ def job_review(tasks: int) -> bytes:
         "resource": {"group": "batch.volcano.sh", "version": "v1alpha1", "resource": "jobs"},
         "namespace": "ml-training", "name": "scale", "operation": "CREATE",
         "userInfo": {"username": "bench", "groups": ["system:authenticated"]}, "object": job, "dryRun": False}})
-
-
-def children_cpu() -> float:
-    """CPU seconds of this process's children (the evaluator), from /proc."""
-    total, ticks = 0.0, os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 def main() -> None:
@@ -85,11 +71,11 @@ def main() -> None:
             for n in fits:
                 calls = max(args.calls, 2000 // n)
                 gateway.validate(bodies[n])  # warm
-                parent, child, started = time.process_time(), children_cpu(), time.perf_counter()
+                spent, started = tree_cpu_seconds(os.getpid()), time.perf_counter()
                 for _ in range(calls):
                     answer = gateway.validate(bodies[n])["response"]
                 wall = (time.perf_counter() - started) / calls * 1e6
-                cpu = ((time.process_time() - parent) + (children_cpu() - child)) / calls * 1e6
+                cpu = (tree_cpu_seconds(os.getpid()) - spent) / calls * 1e6
                 figures[n].append((cpu, wall))
                 answers[n] = "allowed" if answer["allowed"] else f"refused ({answer['status']['code']})"
     reference = 10 if 10 in figures else min(fits)

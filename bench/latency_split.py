@@ -14,9 +14,10 @@ this), in one run of interleaved rounds (medians, spread in brackets), measured 
   each part alone, --calls calls each: decode (admission.decode_review: parse, size and depth
   checks); the evaluator child's round trip (IsolatedEngine.evaluate less the engine alone); the
   engine (a RegorusEngine in this process: the RVM and its result); the decision record and its
-  fdatasync (DecisionLog.record of the record /validate writes); the answer (encode_response and
-  its JSON); the whole of Gateway.validate and Gateway.mutate; the rest of the whole (the rules'
-  outcomes, exceptions, metrics, the mutation's own steps) is the whole less those parts.
+  fdatasync (DecisionLog.record of the record /validate writes); the answer (the JSON of the
+  AdmissionReview /validate returned); the whole of Gateway.validate and Gateway.mutate; the rest of
+  the whole (the rules' outcomes, exceptions, metrics, the mutation's own steps) is the whole less
+  those parts.
 
 TLS, HTTP and the body read are the HTTPS round trip less the in-process whole. Wall µs per call;
 CPU µs per call of this process for what runs in it (the engine's is the RVM's, on this thread).
@@ -41,7 +42,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from webhook.core.admission import Decision, decode_review, encode_response  # noqa: E402
+from webhook.core.admission import decode_review  # noqa: E402
 from webhook.core.contract import EngineInput  # noqa: E402
 from webhook.policy.regorus_engine import RegorusEngine  # noqa: E402
 from webhook.policy.sources import load_policy_set  # noqa: E402
@@ -68,7 +69,6 @@ def in_process(gateway: Gateway, engine: RegorusEngine, body: bytes, calls: int)
     """Each part of the worker's path alone, and the wholes, on the same request."""
     review = orjson.loads(body)
     depth = gateway.config.server.max_json_depth
-    request = decode_review(body, depth)
     gateway.validate(body)
     decisions = gateway.decisions
     assert decisions is not None
@@ -76,28 +76,29 @@ def in_process(gateway: Gateway, engine: RegorusEngine, body: bytes, calls: int)
     record = {k: v for k, v in json.loads(segment.read_bytes().splitlines()[-1]).items()
               if k not in ("time", "replica", "prev")}  # what _finish hands the log
     answered = gateway.validate(body)
-    allowed = Decision(allowed=True)
+    assert "response" in answered, answered  # bench/load.py's body: unmutated, so /validate refuses it, fully judged
     isolated = gateway.engine
     parts = {
         "decode": timed(lambda: decode_review(body, depth), calls),
         "engine (RVM)": timed(lambda: engine.evaluate(EngineInput(body, review)), calls),
         "evaluator round trip": timed(lambda: isolated.evaluate(EngineInput(body, review)), calls),
         "decision record + fdatasync": timed(lambda: decisions.record(record), calls),
-        "answer": timed(lambda: orjson.dumps(encode_response(request, allowed)), calls),
+        "answer": timed(lambda: orjson.dumps(answered), calls),
         "/validate in process": timed(lambda: gateway.validate(body), calls),
         "/mutate in process": timed(lambda: gateway.mutate(body), calls),
     }
-    assert "response" in answered, answered  # bench/load.py's body: unmutated, so /validate refuses it, fully judged
-    wall, cpu = parts["evaluator round trip"]
-    engine_wall, engine_cpu = parts["engine (RVM)"]
-    parts["evaluator round trip"] = (wall - engine_wall, cpu)  # the parent waits; its CPU is its own
-    validate_parts = ("decode", "evaluator round trip", "engine (RVM)", "decision record + fdatasync", "answer")
-    parts["rest of /validate"] = tuple(  # type: ignore[assignment]
-        parts["/validate in process"][i] - sum(parts[p][i] for p in validate_parts if not (
-            i == 1 and p == "engine (RVM)")) for i in (0, 1))
-    mutate_parts = ("decode", "decision record + fdatasync", "answer")
-    parts["rest of /mutate"] = tuple(  # type: ignore[assignment]
-        parts["/mutate in process"][i] - sum(parts[p][i] for p in mutate_parts) for i in (0, 1))
+    round_trip_wall, round_trip_cpu = parts["evaluator round trip"]
+    parts["evaluator round trip"] = (round_trip_wall - parts["engine (RVM)"][0], round_trip_cpu)  # the parent waits
+
+    def rest(whole: str, named: tuple[str, ...]) -> tuple[float, float]:
+        """The whole less its named parts: wall, and CPU of this process (the engine's runs in the child)."""
+        wall = parts[whole][0] - sum(parts[p][0] for p in named)
+        cpu = parts[whole][1] - sum(parts[p][1] for p in named if p != "engine (RVM)")
+        return wall, cpu
+
+    parts["rest of /validate"] = rest("/validate in process", ("decode", "evaluator round trip", "engine (RVM)",
+                                                               "decision record + fdatasync", "answer"))
+    parts["rest of /mutate"] = rest("/mutate in process", ("decode", "decision record + fdatasync", "answer"))
     return parts
 
 
