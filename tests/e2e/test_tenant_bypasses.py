@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from e2e import cluster
-from e2e.kube import Kube, Result
+from e2e.kube import Kube, Result, decisions_for
 from e2e.waiting import eventually
 
 from test_admission import pod, unique
@@ -210,6 +210,43 @@ def test_an_update_moving_a_pod_group_to_a_foreign_queue_is_denied(tenant: Kube,
     moved = tenant.run("-n", TENANT, "patch", "podgroup", name, "--type=merge", "-p", '{"spec":{"queue":"training"}}')
     assert not moved.ok and "[scheduling-queue-allowed]" in moved.stderr, moved.stderr
     assert (kube.get("podgroup", name, TENANT) or {})["spec"]["queue"] == "default"
+
+
+def test_a_pod_groups_status_writes_skip_vgate_and_every_judged_field_still_reaches_it(tenant: Kube) -> None:
+    """Issue 39: Volcano's PodGroup has no status subresource, so the controller's and scheduler's
+    status writes reached /validate (~3 calls per pod). The validating webhook's matchCondition now
+    sends a PodGroup UPDATE only when its spec, labels, annotations or owners change. Bypass: an
+    UPDATE changing any one of them together with the status is still sent and judged."""
+    name = unique("group-status")
+    def group(group_name: str) -> dict[str, Any]:  # never enough members: the scheduler leaves it Pending
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": group_name},
+                "spec": {"minMember": 99}}
+    assert tenant.create(group(name), namespace=TENANT).ok
+    assert tenant.create(group(f"{name}-owner"), namespace=TENANT).ok
+
+    def updates() -> list[dict[str, Any]]:
+        return [r for r in decisions_for(TENANT, name, "validate") if r["operation"] == "UPDATE"]
+
+    def patch(body: dict[str, Any]) -> Result:
+        return tenant.run("-n", TENANT, "patch", "podgroup", name, "--type=merge", "-p", json.dumps(body))
+
+    for phase in ("Inqueue", "Running", "Pending"):
+        assert patch({"status": {"phase": phase, "running": 3}}).ok
+    assert updates() == []  # three status writes, none sent
+    stored = tenant.run("-n", TENANT, "get", "podgroup", f"{name}-owner", "-o", "json")
+    owner_uid = json.loads(stored.stdout)["metadata"]["uid"]  # an owner that exists: the collector keeps it
+    changes: list[dict[str, Any]] = [
+        {"spec": {"minMember": 98}},
+        {"metadata": {"labels": {"team": "vision"}}},
+        {"metadata": {"annotations": {"note": "x"}}},
+        {"metadata": {"ownerReferences": [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                                           "name": f"{name}-owner", "uid": owner_uid}]}},
+    ]
+    for sent, change in enumerate(changes, start=1):
+        assert patch({**change, "status": {"phase": "Inqueue" if sent % 2 else "Pending"}}).ok, change
+        assert len(updates()) == sent, change
+    refused = patch({"spec": {"queue": "training"}, "status": {"phase": "Running"}})
+    assert not refused.ok and "[scheduling-queue-allowed]" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("labels", [{"vgate.io/data-classification": "Sensitive"}, {"vgate.io/egress": "Deny"}],
