@@ -70,6 +70,24 @@ def rvm_evaluations(server) -> float:
     return float(found.group(1)) if found else 0.0
 
 
+def counter(server, sample: str) -> float:
+    found = re.search(rf"^{re.escape(sample)} (\S+)$", server.session.get(server.url + "/metrics").text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_request_and_patch_bytes_are_counted_as_received_and_sent(server):
+    """Issue 39: bytes per pod, read from vgate's metrics, over every worker process."""
+    requests_sample = 'vgate_admission_request_bytes_total{endpoint="%s"}'
+    before = {e: counter(server, requests_sample % e) for e in ("mutate", "validate")}
+    patches = counter(server, "vgate_admission_patch_bytes_total")
+    body = json.dumps(review(pod(namespace="ml-training"))).encode()
+    sent = answer(server.post("/mutate", body))["patch"]
+    server.post("/validate", body + b" " * 10)
+    assert counter(server, requests_sample % "mutate") - before["mutate"] == len(body)
+    assert counter(server, requests_sample % "validate") - before["validate"] == len(body) + 10
+    assert counter(server, "vgate_admission_patch_bytes_total") - patches == len(sent)
+
+
 def test_mutate_returns_base64_json_patch_for_a_pod(server):
     source = pod(namespace="ml-training", annotations={"team": "vision"})
     sent = review(source)

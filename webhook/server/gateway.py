@@ -70,7 +70,10 @@ class Gateway:
         recorded = self._finish("mutate", request, decision, outcome, started, error=error,
                                 patch=mutation.paths, queue=mutation.queue, queueSource=mutation.queue_source,
                                 qosClasses=mutation.qos_classes, **self._recorded(entry, request, context))
-        return encode_response(request, decision if recorded else self._unrecorded(decision))
+        answer = encode_response(request, decision if recorded else self._unrecorded(decision))
+        if "patch" in answer["response"]:
+            self.metrics.patch_bytes.inc(len(answer["response"]["patch"]))
+        return answer
 
     @property
     def view(self) -> ClusterView:
@@ -151,6 +154,7 @@ class Gateway:
                      "policyRevision": self.revision, "latencyMs": _ms(started)})
 
     def _decode(self, endpoint: str, body: bytes, started: float) -> AdmissionRequest:
+        self.metrics.request_bytes.labels(endpoint).inc(len(body))
         try:
             return decode_review(body, self.config.server.max_json_depth)
         except RequestError as error:

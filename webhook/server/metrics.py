@@ -42,6 +42,12 @@ class Metrics:
             "vgate_admission_duration_seconds", "Time from request body to response, by endpoint.",
             ["endpoint"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
             registry=self.registry)
+        self.request_bytes = Counter(
+            "vgate_admission_request_bytes_total", "AdmissionReview bytes received, by endpoint (per request: "
+            "divide by vgate_admission_requests_total).", ["endpoint"], registry=self.registry)
+        self.patch_bytes = Counter(
+            "vgate_admission_patch_bytes_total", "JSON Patch bytes answered by /mutate, base64 as sent.",
+            registry=self.registry)
         self.violations = Counter(
             "vgate_policy_violations_total", "Rule results, by rule id and action (deny, warn, audit, excepted).",
             ["rule", "action"], registry=self.registry)
