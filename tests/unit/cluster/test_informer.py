@@ -116,6 +116,17 @@ def test_a_binding_is_given_its_pod_node_and_placed_members_with_their_zones():
     assert {m["pod"]: m["zone"] for m in context["members"]} == {"p0": "zone-a", "p1": "zone-b"}
 
 
+def test_a_binding_is_given_one_member_per_zone_not_every_member_of_a_large_gang():
+    """Issue 39: each binding of a 1,000-pod gang carried the 999 others to the rules (O(n²))."""
+    members = [member(f"p{i:04d}", "g", "n1" if i % 2 else "n3") for i in range(1000)]
+    state = state_of(node("n1", "zone-a"), node("n2", "zone-b"), node("n3", "zone-a"), *members,
+                     member("late", "g"), member("q", "g", "n2"))
+    context = state.binding_context("ml-training", "late", "n2", "topology.kubernetes.io/zone")
+    assert isinstance(context, dict)
+    assert context["members"] == [{"pod": "p0000", "node": "n3", "zone": "zone-a"},
+                                  {"pod": "q", "node": "n2", "zone": "zone-b"}]
+
+
 def test_a_binding_of_an_unknown_pod_or_node_gets_a_reason_not_a_context():
     state = state_of(node("n1", "zone-a"), member("p0", "g"))
     zone = "topology.kubernetes.io/zone"
