@@ -345,6 +345,10 @@ def _start_kwok(binaries: Path) -> None:
         str(binaries / "kwok"), f"--kubeconfig={KUBECONFIG}",
         "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--node-ip=127.0.0.1", f"--cidr={POD_CIDR}", f"--server-address={HOST}:16456",
+        # Node leases, renewed every 10 s: without them a node's only heartbeat is its status, every
+        # 20-45 s, and under a 1,000-pod gang (bench/gang.py) it came later than the node lifecycle
+        # controller's 50 s grace: nodes NotReady, their pods evicted mid-gang.
+        "--node-lease-duration-seconds=40",
     ], lambda: http_ok(f"http://{HOST}:16456/healthz")).start()
     apply(node_objects())
     kubectl("wait", "--for=condition=Ready", "--timeout=90s", "node", "--all")
