@@ -140,6 +140,7 @@ class Cluster:
     admin: Sequence[Mapping[str, Any]] = ()  # AdminNetworkPolicies
     baseline: Sequence[Mapping[str, Any]] = ()  # BaselineAdminNetworkPolicies
     pod_networks: tuple[Network, ...] | None = None  # the pod network; None: every internal range may hold pods
+    keys: frozenset[str] = frozenset()  # label keys selectors outside this model read (the callers' Services)
     _selectors: dict[str, dict[bytes, tuple[Mapping[str, Any], list[Mapping[str, Any]]]]] = field(
         default_factory=dict, repr=False)
     _classes: dict[str, dict[frozenset[tuple[str, str]], str]] = field(default_factory=dict, repr=False)
@@ -161,14 +162,27 @@ class Cluster:
                 selector = (policy.get("spec") or {}).get("podSelector") or {}
                 by_selector = self._selectors.setdefault(namespace_of(policy), {})
                 by_selector.setdefault(_canonical(selector), (selector, []))[1].append(policy)
+        self.keys = self.keys | selector_keys(self.policies, self.admin, self.baseline,
+                                              [allowed.selector for allowed in self.allowed_peers])
         for pod in self.pods:  # each label set of a namespace, named by its first pod
-            self._classes.setdefault(namespace_of(pod), {}).setdefault(_label_set(pod), name_of(pod))
+            self._classes.setdefault(namespace_of(pod), {}).setdefault(self.class_of(pod)[1], name_of(pod))
         self.admin = sorted((p for p in self.admin if _egress_rules(p)),
                             key=lambda p: (_priority(p), name_of(p)))  # same priority: undefined; by name
         self.baseline = sorted((p for p in self.baseline if _egress_rules(p)), key=name_of)
         self._admin_subjects, self._baseline_subjects = _by_subject(self.admin), _by_subject(self.baseline)
         if self.pod_networks is None:
             self.pod_networks = self.internal
+
+    def class_of(self, pod: Mapping[str, Any]) -> PodClass:
+        """The class a pod is selected in: its namespace and its labels that some selector reads.
+
+        Only those: no selector can tell apart two pods that differ in a label none reads, and a label
+        every pod has its own value of (Volcano's ``volcano.sh/task-index``) made each pod a class, so
+        each new pod of a 1,000-pod gang cost a pass over every class (bench/gang.py). Exact: every
+        selector evaluated against a class is one of this model's (policies, admin tiers, allowed
+        peers) or its callers' (``keys``)."""
+        return namespace_of(pod), frozenset((str(k), str(v)) for k, v in labels_of(pod).items()
+                                            if str(k) in self.keys)
 
     def holds(self, pod_class: PodClass) -> bool:
         """Whether pods of this class are among the cluster's (a new pod of a class held changes nothing)."""
@@ -415,7 +429,7 @@ def internal_networks(cidrs: Iterable[str]) -> tuple[Network, ...]:
 def egress_of(pod: Mapping[str, Any], cluster: Cluster) -> Egress:
     """The effective egress of ``pod`` (its namespace in its metadata) among ``cluster``: breadth
     first over the classes of pods it reaches, each class and each peer looked at once."""
-    root = class_of(pod)
+    root = cluster.class_of(pod)
     names = {root: name_of(pod)}
     reached_by: dict[PodClass, tuple[PodClass, str] | None] = {root: None}
     followed: set[PeerKey] = set()
@@ -553,13 +567,24 @@ def _canonical(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def class_of(pod: Mapping[str, Any]) -> PodClass:
-    """The class a pod is selected in: its namespace and its label set."""
-    return namespace_of(pod), _label_set(pod)
-
-
-def _label_set(pod: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
-    return frozenset((str(k), str(v)) for k, v in labels_of(pod).items())
+def selector_keys(*documents: Any) -> frozenset[str]:
+    """Every label key a selector in ``documents`` reads: matchLabels, matchExpressions, a Service's
+    selector map. The documents are walked whole, so a selector in any field is found; a key that is
+    not a pod's (a namespaceSelector's) only keeps a class apart that need not be."""
+    keys: set[str] = set()
+    stack: list[Any] = list(documents)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            for field, value in node.items():
+                if field in ("matchLabels", "selector") and isinstance(value, Mapping):
+                    keys.update(str(key) for key in value)
+                elif field == "matchExpressions" and isinstance(value, list):
+                    keys.update(str(e["key"]) for e in value if isinstance(e, Mapping) and "key" in e)
+                stack.append(value)
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return frozenset(keys)
 
 
 def namespace_of(obj: Mapping[str, Any]) -> str:

@@ -32,11 +32,11 @@ from .egress import (
     Egress,
     NetworkObjects,
     PodClass,
-    class_of,
     egress_of,
     internal_networks,
     name_of,
     namespace_of,
+    selector_keys,
 )
 from .errors import EvaluationError
 from .workloads import labels_of, selector_matches, task_templates
@@ -57,12 +57,12 @@ EXPOSING_TYPES = ("LoadBalancer", "NodePort")
 @dataclass(frozen=True)
 class _Now:
     """The cluster as the view holds it, indexed once per version: its egress model and its sensitive
-    pods by class (namespace, labels), each class named by its pods."""
+    pods by class (namespace, the labels selectors read), each with its pods (their names and labels)."""
 
     objects: NetworkObjects
     placement: PlacementSettings
     cluster: Cluster
-    sensitive: Mapping[PodClass, tuple[str, ...]]
+    sensitive: Mapping[PodClass, tuple[Mapping[str, Any], ...]]
 
 
 _last: list[_Now] = []  # the latest index (one per worker): rebuilt when the view's version changes
@@ -102,12 +102,13 @@ def pod_egress(pod: Mapping[str, Any], network: NetworkObjects, placement: Place
 def _indexed(objects: NetworkObjects, placement: PlacementSettings) -> _Now:
     if _last and _last[0].objects is objects and _last[0].placement == placement:
         return _last[0]
-    sensitive: dict[PodClass, list[str]] = {}
+    cluster = _cluster(placement, objects)
+    sensitive: dict[PodClass, list[Mapping[str, Any]]] = {}
     for pod in objects.pods:
         if placement.is_sensitive(labels_of(pod)):
-            sensitive.setdefault(class_of(pod), []).append(name_of(pod))
-    now = _Now(objects, placement, _cluster(placement, objects), {klass: tuple(sorted(names))
-                                                                  for klass, names in sensitive.items()})
+            sensitive.setdefault(cluster.class_of(pod), []).append(pod)
+    now = _Now(objects, placement, cluster, {klass: tuple(sorted(pods, key=name_of))
+                                             for klass, pods in sensitive.items()})
     _last[:] = [now]
     return now
 
@@ -117,7 +118,8 @@ def _cluster(placement: PlacementSettings, objects: NetworkObjects) -> Cluster:
     return Cluster(objects.policies, objects.namespaces, objects.pods, internal_networks(settings.internal_cidrs),
                    tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers),
                    objects.admin, objects.baseline,
-                   internal_networks(settings.pod_cidrs) if settings.pod_cidrs else None)
+                   internal_networks(settings.pod_cidrs) if settings.pod_cidrs else None,
+                   selector_keys(objects.services))
 
 
 def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
@@ -137,7 +139,7 @@ def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
 
 
 def _verdict(pod: Mapping[str, Any], now: _Now) -> dict[str, Any]:
-    pod_class = class_of(pod)
+    pod_class = now.cluster.class_of(pod)
     egress: Egress = (Egress(True, (), now.cluster.rules_of(pod_class).policies) if now.cluster.confined(pod_class)
                       else egress_of(pod, now.cluster))  # the search, for its reasons, only when it leads outside
     exposing = [f"Service {namespace_of(s)}/{name_of(s)} ({_exposure(s)}) selects it: reachable from outside the "
@@ -171,7 +173,7 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
         if request.operation == "UPDATE" and labels_of(new) == labels_of(old or {}):
             return None
         placed = {**new, "metadata": {**(new.get("metadata") or {}), "namespace": request.namespace}}
-        if request.operation == "CREATE" and now.cluster.holds(class_of(placed)):
+        if request.operation == "CREATE" and now.cluster.holds(now.cluster.class_of(placed)):
             return None  # pods labelled alike are already there: it reaches and is reached as they are
         pods = [p for p in pods if (namespace_of(p), name_of(p)) != (request.namespace, request.name)] + [placed]
     return _cluster(now.placement, replace(objects, namespaces=namespaces, pods=pods))
@@ -180,12 +182,17 @@ def _after(request: AdmissionRequest, now: _Now) -> Cluster | None:
 def _unconfined(now: _Now, after: Cluster) -> list[dict[str, Any]]:
     """The sensitive pods confined now whose egress ``after`` leads outside, with the way out."""
     found = []
-    for pod_class, names in sorted(now.sensitive.items(), key=lambda item: (item[0][0], item[1])):
-        if not now.cluster.confined(pod_class) or after.confined(pod_class):
-            continue  # still confined; or not confined before this write (another opened it: the report shows it)
-        pod = {"metadata": {"namespace": pod_class[0], "name": names[0], "labels": dict(pod_class[1])}}
-        found.append({"pods": [f"{pod_class[0]}/{name}" for name in names], "reason": egress_of(pod, after).reasons[0]})
-    return found
+    for pod_class, pods in now.sensitive.items():
+        if not now.cluster.confined(pod_class):
+            continue  # not confined before this write (another opened it: the report shows it)
+        after_classes: dict[PodClass, list[Mapping[str, Any]]] = {}
+        for pod in pods:  # the write's selectors may read labels the classes of now do not keep: classed again
+            after_classes.setdefault(after.class_of(pod), []).append(pod)
+        for after_class, moved in after_classes.items():
+            if not after.confined(after_class):
+                found.append({"pods": [f"{pod_class[0]}/{name_of(pod)}" for pod in moved],
+                              "reason": egress_of(moved[0], after).reasons[0]})
+    return sorted(found, key=lambda finding: finding["pods"])
 
 
 def _exposed(request: AdmissionRequest, now: _Now) -> list[str]:
@@ -200,9 +207,10 @@ def _exposed(request: AdmissionRequest, now: _Now) -> list[str]:
     else:
         names = _ingress_backends(obj)
         services = [s for s in now.objects.services if namespace_of(s) == request.namespace and name_of(s) in names]
-    return sorted(f"{namespace}/{name}" for (namespace, labels), names in now.sensitive.items()
-                  if namespace == request.namespace for name in names
-                  if any(_selects(service, dict(labels)) for service in services))
+    return sorted(f"{namespace}/{name_of(pod)}" for (namespace, _), pods in now.sensitive.items()
+                  if namespace == request.namespace for pod in pods
+                  if any(_selects(service, labels_of(pod)) for service in services))  # all its labels: a new
+    # Service may select by a label no class keeps
 
 
 def _exposure(service: Mapping[str, Any]) -> str:

@@ -191,3 +191,42 @@ def test_a_pod_group_carrying_its_jobs_labels_is_not_a_pod_but_a_jobs_tasks_are(
            "spec": {"minAvailable": 1, "schedulerName": "volcano", "queue": "training", "tasks": [
                {"name": "t", "replicas": 1, "template": {"metadata": task["metadata"], "spec": task["spec"]}}]}}
     assert "no NetworkPolicy selects pod ml-training/t" in judged(job, network([], []), engine, config).decision.message
+
+
+GANG = [pod(f"gang-{i}", {**SENSITIVE, "volcano.sh/task-index": str(i)}) for i in range(1000)]
+
+
+def test_a_gangs_pods_differing_only_in_a_label_no_selector_reads_are_one_class(engine, config):
+    """Issue 39: Volcano's per-pod task-index label made every pod of a gang a class of its own, and
+    each new pod cost a pass over all of them. Pods are classed by the labels selectors read."""
+    from webhook.core.egress_judge import _indexed
+
+    now = _indexed(network([DENY], GANG), config.placement)
+    assert list(now.sensitive) == [("ml-training", frozenset({("vgate.io/egress", "deny")}))]
+    assert len(now.sensitive[next(iter(now.sensitive))]) == 1000
+    result = judged(pod("gang-1000", {**SENSITIVE, "volcano.sh/task-index": "1000"}), network([DENY], GANG),
+                    engine, config)
+    assert result.decision.allowed and result.egress and result.egress["pods"][0]["confined"] is True
+
+
+@pytest.mark.parametrize("selector", [{"matchLabels": {"volcano.sh/task-index": "3"}},
+                                      {"matchExpressions": [{"key": "volcano.sh/task-index", "operator": "In",
+                                                             "values": ["3"]}]},
+                                      {"matchExpressions": [{"key": "volcano.sh/task-index", "operator": "NotIn",
+                                                             "values": [str(i) for i in range(1000) if i != 3]}]}])
+def test_a_policy_opening_egress_by_a_label_no_class_keeps_is_refused_naming_the_pod(selector, engine, config):
+    """Bypass: a NetworkPolicy selecting one pod of the gang by the label the classes drop. The
+    cluster after the write classes the pods again with the write's own selectors."""
+    opening = policy("open-one", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}], selector)
+    result = judged(opening, network([DENY], GANG), engine, config)
+    assert messages(result) == ["NetworkPolicy open-one would open a way outside the cluster for sensitive pods "
+                                "ml-training/gang-3: NetworkPolicy ml-training/open-one egress[0] allows 0.0.0.0/0, "
+                                "which reaches 0.0.0.0/0 outside the internal ranges"]
+
+
+def test_a_service_exposing_a_gangs_pod_by_a_label_no_class_keeps_is_refused(engine, config):
+    """Bypass: a LoadBalancer selecting one pod of the gang by its task-index."""
+    exposing = service("LoadBalancer", selector={"volcano.sh/task-index": "7"})
+    result = judged(exposing, network([DENY], GANG), engine, config)
+    assert messages(result) == ["Service front would make sensitive pods ml-training/gang-7 reachable from "
+                                "outside the cluster: select no sensitive pod"]
