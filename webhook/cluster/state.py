@@ -300,12 +300,14 @@ class ClusterState:
                 placed[name] = node
         node_zones: dict[str, Any] = {}
         zones: dict[Any, dict[str, Any]] = {}
-        for name, node in sorted(placed.items()):
+        for name, node in placed.items():  # one pass, the first name per zone kept: no sort per binding
             if node not in node_zones:
                 node_zones[node] = ((self._get("Node", "", node) or {}).get("metadata", {}).get("labels")
                                     or {}).get(zone_label)
-            zones.setdefault(node_zones[node], {"pod": name, "node": node, "zone": node_zones[node]})
-        return list(zones.values())
+            zone = node_zones[node]
+            if zone not in zones or name < zones[zone]["pod"]:
+                zones[zone] = {"pod": name, "node": node, "zone": zone}
+        return sorted(zones.values(), key=lambda member: member["pod"])
 
     def network(self) -> NetworkObjects | str | None:
         """NetworkPolicies, Namespaces' labels, Pods and Services as held now (their version: the

@@ -140,9 +140,9 @@ class Cluster:
     admin: Sequence[Mapping[str, Any]] = ()  # AdminNetworkPolicies
     baseline: Sequence[Mapping[str, Any]] = ()  # BaselineAdminNetworkPolicies
     pod_networks: tuple[Network, ...] | None = None  # the pod network; None: every internal range may hold pods
-    keys: frozenset[str] = frozenset()  # label keys selectors outside this model read (the callers' Services)
     _selectors: dict[str, dict[bytes, tuple[Mapping[str, Any], list[Mapping[str, Any]]]]] = field(
         default_factory=dict, repr=False)
+    _keys: frozenset[str] = field(default=frozenset(), repr=False)  # the label keys this model's selectors read
     _classes: dict[str, dict[frozenset[tuple[str, str]], str]] = field(default_factory=dict, repr=False)
     _rules: dict[tuple[str, frozenset[bytes], tuple[int, ...], tuple[int, ...]], _Rules] = field(
         default_factory=dict, repr=False)
@@ -162,8 +162,8 @@ class Cluster:
                 selector = (policy.get("spec") or {}).get("podSelector") or {}
                 by_selector = self._selectors.setdefault(namespace_of(policy), {})
                 by_selector.setdefault(_canonical(selector), (selector, []))[1].append(policy)
-        self.keys = self.keys | selector_keys(self.policies, self.admin, self.baseline,
-                                              [allowed.selector for allowed in self.allowed_peers])
+        self._keys = selector_keys(self.policies, self.admin, self.baseline,
+                                   [allowed.selector for allowed in self.allowed_peers])
         for pod in self.pods:  # each label set of a namespace, named by its first pod
             self._classes.setdefault(namespace_of(pod), {}).setdefault(self.class_of(pod)[1], name_of(pod))
         self.admin = sorted((p for p in self.admin if _egress_rules(p)),
@@ -180,9 +180,9 @@ class Cluster:
         every pod has its own value of (Volcano's ``volcano.sh/task-index``) made each pod a class, so
         each new pod of a 1,000-pod gang cost a pass over every class (bench/gang.py). Exact: every
         selector evaluated against a class is one of this model's (policies, admin tiers, allowed
-        peers) or its callers' (``keys``)."""
+        peers); Services' selectors are matched against each pod's own labels (egress_judge)."""
         return namespace_of(pod), frozenset((str(k), str(v)) for k, v in labels_of(pod).items()
-                                            if str(k) in self.keys)
+                                            if str(k) in self._keys)
 
     def holds(self, pod_class: PodClass) -> bool:
         """Whether pods of this class are among the cluster's (a new pod of a class held changes nothing)."""

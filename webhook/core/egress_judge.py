@@ -36,7 +36,6 @@ from .egress import (
     internal_networks,
     name_of,
     namespace_of,
-    selector_keys,
 )
 from .errors import EvaluationError
 from .workloads import labels_of, selector_matches, task_templates
@@ -118,8 +117,7 @@ def _cluster(placement: PlacementSettings, objects: NetworkObjects) -> Cluster:
     return Cluster(objects.policies, objects.namespaces, objects.pods, internal_networks(settings.internal_cidrs),
                    tuple(AllowedPeer(namespace, selector) for namespace, selector in settings.allowed_peers),
                    objects.admin, objects.baseline,
-                   internal_networks(settings.pod_cidrs) if settings.pod_cidrs else None,
-                   selector_keys(objects.services))
+                   internal_networks(settings.pod_cidrs) if settings.pod_cidrs else None)
 
 
 def _subjects(request: AdmissionRequest, judged: Sequence[Mapping[str, Any]],
@@ -207,10 +205,10 @@ def _exposed(request: AdmissionRequest, now: _Now) -> list[str]:
     else:
         names = _ingress_backends(obj)
         services = [s for s in now.objects.services if namespace_of(s) == request.namespace and name_of(s) in names]
+    # each pod's own labels, not its class's: a new Service may select by a label no class keeps
     return sorted(f"{namespace}/{name_of(pod)}" for (namespace, _), pods in now.sensitive.items()
                   if namespace == request.namespace for pod in pods
-                  if any(_selects(service, labels_of(pod)) for service in services))  # all its labels: a new
-    # Service may select by a label no class keeps
+                  if any(_selects(service, labels_of(pod)) for service in services))
 
 
 def _exposure(service: Mapping[str, Any]) -> str:
