@@ -320,11 +320,12 @@ backend apiserver
     def fill_audit_claim(self) -> Path:
         """The shared claim full (as a volume that ran out of space): a file of all that is left."""
         filler = self.root / "claims" / "audit" / "filler"
-        with filler.open("wb") as handle:
+        # unbuffered: a buffered file keeps the part of its last write that did not fit and raises
+        # ENOSPC again on close, which left the claim full for every later test
+        with filler.open("wb", buffering=0) as handle:
             try:
                 while True:
                     handle.write(b"\0" * 1048576)
-                    handle.flush()
             except OSError:
                 pass
         return filler

@@ -242,9 +242,10 @@ def test_a_pod_groups_status_writes_skip_vgate_and_every_judged_field_still_reac
         {"metadata": {"ownerReferences": [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
                                            "name": f"{name}-owner", "uid": owner_uid}]}},
     ]
-    for sent, change in enumerate(changes, start=1):
-        assert patch({**change, "status": {"phase": "Inqueue" if sent % 2 else "Pending"}}).ok, change
-        assert len(updates()) == sent, change
+    for step, change in enumerate(changes):
+        before = len(updates())  # the API server re-runs admission when a patch conflicts with the scheduler's write
+        assert patch({**change, "status": {"phase": "Inqueue" if step % 2 else "Pending"}}).ok, change
+        assert len(updates()) > before, change
     refused = patch({"spec": {"queue": "training"}, "status": {"phase": "Running"}})
     assert not refused.ok and "[scheduling-queue-allowed]" in refused.stderr, refused.stderr
 
