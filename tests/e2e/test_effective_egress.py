@@ -29,6 +29,7 @@ from test_admission import running_on_a_node, unique
 NAMESPACE = "e2e-egress"
 BARE = "e2e-egress-bare"  # a namespace without any NetworkPolicy
 RULE = "[network-egress-confined]"
+TASK_INDEX = "volcano.sh/task-index"  # Volcano labels each task's pod with its index
 DNS = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
 
@@ -213,3 +214,60 @@ def test_a_namespace_relabelled_into_a_peer_of_sensitive_pods_is_refused(control
     finally:
         control_plane.run("delete", "networkpolicy", "to-research", "-n", NAMESPACE)
         control_plane.run("label", "namespace", BARE, "team-")
+
+
+@pytest.fixture
+def gang(control_plane: Kube) -> Iterator[dict[str, str]]:
+    """A Volcano Job of three sensitive tasks (one gang) in the confined namespace, each pod running:
+    its pods by Volcano's own `volcano.sh/task-index` label; the Job deleted afterwards."""
+    name = unique("gang")
+    template = sensitive_pod(name, "zone-a")
+    template["metadata"]["labels"]["app"] = name
+    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": NAMESPACE},
+           "spec": {"minAvailable": 3, "schedulerName": "volcano", "tasks": [{"replicas": 3, "name": "worker",
+                    "template": {"metadata": {"labels": template["metadata"]["labels"]},
+                                 "spec": template["spec"] | {"restartPolicy": "Never"}}}]}}
+    created = control_plane.create(job)
+    assert created.ok, created.stderr
+    try:
+        def placed() -> dict[str, str] | None:
+            pods = [p for p in control_plane.list("pods", NAMESPACE, f"app={name}") if p["spec"].get("nodeName")]
+            if len(pods) < 3:
+                return None
+            return {p["metadata"]["labels"][TASK_INDEX]: p["metadata"]["name"] for p in pods}
+        by_index = eventually(placed, timeout=90)
+        assert by_index and set(by_index) == {"0", "1", "2"}, by_index
+        yield by_index
+    finally:
+        control_plane.run("delete", "jobs.batch.volcano.sh", name, "-n", NAMESPACE, "--wait=true")
+
+
+@pytest.mark.parametrize("selector", [
+    {"matchLabels": {TASK_INDEX: "1"}},
+    {"matchExpressions": [{"key": TASK_INDEX, "operator": "In", "values": ["1"]}]},
+], ids=["matchLabels", "In"])
+def test_a_policy_opening_egress_for_one_gang_task_by_its_index_is_refused(tenant: Kube, gang: dict[str, str],
+                                                                          selector: dict[str, Any]) -> None:
+    """Issue 39: pods are classed by the label keys some selector reads, so a gang's pods (which differ
+    only in Volcano's task-index) are one class until a selector reads that key. Bypass: a tenant's
+    policy opening the internet to one task alone, by its index, is refused naming that pod only."""
+    opened = network_policy(unique("one-task"), [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
+    opened["spec"]["podSelector"] = selector
+    try:
+        message = refused(tenant.create(opened))
+    finally:  # admitted, it would leave every later gang's task 1 unconfined
+        tenant.run("delete", "networkpolicy", opened["metadata"]["name"], "-n", NAMESPACE, "--ignore-not-found")
+    assert f"sensitive pods {NAMESPACE}/{gang['1']}" in message, message
+    assert gang["0"] not in message and gang["2"] not in message, message
+
+
+def test_a_load_balancer_selecting_one_gang_task_by_its_index_is_refused(tenant: Kube, gang: dict[str, str]) -> None:
+    """Bypass: a Service reachable from outside selecting one task of the gang by its index."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": unique("one-task"), "namespace": NAMESPACE},
+               "spec": {"type": "LoadBalancer", "selector": {TASK_INDEX: "2"}, "ports": [{"port": 80}]}}
+    try:
+        message = refused(tenant.create(service))
+    finally:
+        tenant.run("delete", "service", service["metadata"]["name"], "-n", NAMESPACE, "--ignore-not-found")
+    assert f"would make sensitive pods {NAMESPACE}/{gang['2']} reachable from outside the cluster" in message, message
+    assert gang["0"] not in message and gang["1"] not in message, message
