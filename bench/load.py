@@ -146,6 +146,14 @@ def tree_cpu_seconds(root: int) -> float:
     return sum(spent.get(pid, 0.0) for pid in tree)
 
 
+def _field(pattern: str, output: str) -> str:
+    """A figure ApacheBench printed; a clear stop when it printed none (ab changed or failed early)."""
+    found = re.search(pattern, output)
+    if found is None:
+        raise SystemExit(f"ab printed no {pattern!r}:\n{output}")
+    return found.group(1)
+
+
 def measure(url: str, body: bytes | None, requests: int, concurrency: int, server_pid: int) -> dict[str, float]:
     """Run ApacheBench (C, keep-alive, count-bounded) so the client steals little of the 2 cores; the
     server's CPU per request is its process tree's CPU time over the run, divided by the requests."""
@@ -159,14 +167,14 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
         before = tree_cpu_seconds(server_pid)
         output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
         cpu_us = (tree_cpu_seconds(server_pid) - before) / requests * 1e6
-        failed = int(re.search(r"Failed requests:\s+(\d+)", output).group(1))
+        failed = int(_field(r"Failed requests:\s+(\d+)", output))
         non_2xx = re.search(r"Non-2xx responses:\s+(\d+)", output)
         if failed or non_2xx:
             raise SystemExit(f"{url}: {failed} failed, {non_2xx.group(1) if non_2xx else 0} non-2xx responses")
         rows = dict(line.split(",") for line in percentiles.read_text().splitlines()[1:])
         return {
             "requests": requests,
-            "rps": float(re.search(r"Requests per second:\s+([\d.]+)", output).group(1)),
+            "rps": float(_field(r"Requests per second:\s+([\d.]+)", output)),
             "p50_ms": float(rows["50"]),
             "p99_ms": float(rows["99"]),
             "cpu_us": cpu_us,

@@ -22,8 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
+from dripping_clients import drip, legitimate  # noqa: E402
+
 from load import admission_review, realistic_pod, start_server  # noqa: E402
-from slow_clients import drip, legitimate  # noqa: E402
 
 
 def main() -> None:
@@ -50,7 +51,7 @@ def main() -> None:
             workdir.cleanup()
         results[kind] = {"legitimate": caller.summary(), "first_failures": caller.failures[:3],
                          "dripping": vars(dripping)}
-        s = results[kind]["legitimate"]
+        s = caller.summary()
         print(f"{kind:8s} {args.connections} dripping, {args.threads} threads/worker: legitimate /validate "
               f"{s['ok']} ok, {s['failed']} failed, p50 {s['p50_ms']:.1f} ms, p99 {s['p99_ms']:.1f} ms, "
               f"max {s['max_ms']:.1f} ms; dripping connections opened {dripping.opened}, "

@@ -15,9 +15,9 @@ import threading
 import time
 
 import pytest
+from dripping_clients import drip, legitimate
 
 from helpers import pod, review, shipped_config
-from slow_clients import drip, legitimate
 
 
 @pytest.fixture
