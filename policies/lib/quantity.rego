@@ -27,9 +27,11 @@ _decimal := {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, 
 value(q) := q if is_number(q)
 
 value(q) := _scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4]) if {
-	is_string(q)
-	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
+	parts := _parts(q)
 }
+
+# A string's sign, whole digits, fraction digits and suffix: the grammar matched once per call.
+_parts(q) := regex.find_all_string_submatch_n(_grammar, q, 1)[0] if is_string(q)
 
 _sign := {"": 1, "+": 1, "-": -1}
 
@@ -48,27 +50,46 @@ _integer(digits) := to_number(_or_zero(trim_left(digits, "0")))
 # would lose the byte Kubernetes counts (OPA, exact, keeps it; both engines agree this way).
 bytes(q) := ceil(q) if is_number(q)
 
-bytes(q) := whole + ceil(fraction) if {
-	is_string(q)
-	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
+bytes(q) := _bytes(_parts(q))
+
+# Whole digits with a binary or a whole decimal suffix, as the API server writes a pod's ("64Gi",
+# "512M", "1073741824"): their product, exact in both engines, with no scaling of a fraction.
+_bytes(parts) := (_sign[parts[1]] * _integer(parts[2])) * _whole_multiple[parts[4]] if _whole(parts)
+
+_bytes(parts) := whole + ceil(fraction) if {
+	not _whole(parts)
 	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
 	whole == floor(whole) # a suffix of a whole multiple: the fraction is all that needs rounding
 	_digits(parts[2], parts[3])
 	fraction := _times_ten_to(_scaled(_sign[parts[1]] * _integer(parts[3]), parts[4]), 0 - count(parts[3]))
 }
 
-bytes(q) := ceil(value(q)) if {
-	is_string(q)
-	parts := regex.find_all_string_submatch_n(_grammar, q, 1)[0]
+_bytes(parts) := ceil(_scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4])) if {
+	not _whole(parts)
 	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
 	whole != floor(whole) # milli and the like: the value is small, a float holds it
 }
+
+_whole(parts) if {
+	parts[3] == ""
+	parts[2] != ""
+	_whole_multiple[parts[4]]
+}
+
+_whole_multiple := object.union(_binary, {
+	"": 1, "k": 1000, "M": 1000000, "G": 1000000000, "T": 1000000000000, "P": 1000000000000000,
+	"E": 1000000000000000000,
+})
 
 _scaled(x, suffix) := x * _binary[suffix]
 
 _scaled(x, suffix) := _times_ten_to(x, _decimal[suffix])
 
-_scaled(x, suffix) := _times_ten_to(x, to_number(substring(suffix, 1, -1))) if regex.match(`^[eE][+-]?[0-9]+$`, suffix)
+# The grammar leaves an exponent as the only other suffix: "e3", "E-2".
+_scaled(x, suffix) := _times_ten_to(x, to_number(substring(suffix, 1, -1))) if {
+	not _binary[suffix]
+	not _decimal[suffix]
+}
 
 # x * 10^exponent, dividing for a negative exponent. Not recursive: OPA refuses recursive rules.
 _times_ten_to(x, exponent) := x * _ten_to(exponent) if exponent >= 0

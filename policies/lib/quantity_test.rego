@@ -54,3 +54,21 @@ test_what_kubernetes_rejects_is_undefined if {
 		not quantity.value(q)
 	}
 }
+
+# Whole digits with a binary or whole decimal suffix take a shorter way: the same bytes as the rest.
+test_bytes_of_whole_quantities_and_the_rest_agree if {
+	quantity.bytes("1Ei") == 1152921504606846976
+	quantity.bytes("1E") == 1000000000000000000
+	quantity.bytes("007Ki") == 7168
+	quantity.bytes("-64Gi") == -68719476736
+	quantity.bytes("5.") == 5
+	quantity.bytes("129M") == quantity.bytes("129e6")
+	quantity.bytes("129M") == quantity.bytes("129000000.0")
+	quantity.bytes("4096Mi") == quantity.bytes("4Gi")
+}
+
+test_what_kubernetes_rejects_has_no_bytes if {
+	every q in ["300GB", "1.2.3", "Gi", "", ".", "1gi", "1e", "e3", "1e123", true, null, {}, ["1Gi"]] {
+		not quantity.bytes(q)
+	}
+}

@@ -21,10 +21,21 @@ import data.vgate.lib.quantity.bytes as bytes_of
 
 cap := data.vgate.config.queues.definitions[queue].maxMemoryLimit
 
+# Each quantity converted once per evaluation (a conversion is most of this rule's cost): the cap,
+# and each judged container's memory limit by its index among them (undefined if not a quantity).
+_cap_bytes := bytes_of(cap)
+
+_limit_bytes[index] := limit_bytes if {
+	cap
+	some index, judged in resource_judged_containers
+	limit_bytes := bytes_of(judged.container.resources.limits.memory)
+}
+
 deny contains msg if {
-	some judged in resource_judged_containers
+	some index, limit_bytes in _limit_bytes
+	limit_bytes > _cap_bytes
+	judged := resource_judged_containers[index]
 	limit := judged.container.resources.limits.memory
-	bytes_of(limit) > bytes_of(cap)
 	msg := sprintf(
 		"%s: container %s of %s has memory limit %v, above queue %q's cap of %s: lower it or use another queue",
 		[obj.kind, judged.container.name, judged.where, limit, queue, cap],
@@ -34,9 +45,9 @@ deny contains msg if {
 # A limit that is no Kubernetes quantity cannot be compared: refused, not let through.
 deny contains msg if {
 	cap
-	some judged in resource_judged_containers
+	some index, judged in resource_judged_containers
 	limit := judged.container.resources.limits.memory
-	not bytes_of(limit)
+	not _limit_bytes[index]
 	msg := sprintf(
 		"%s: container %s of %s has memory limit %v, which is not a Kubernetes quantity: write it like 64Gi",
 		[obj.kind, judged.container.name, judged.where, limit],
