@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
 from dripping_clients import drip, legitimate  # noqa: E402
-
 from load import admission_review, realistic_pod, start_server  # noqa: E402
 
 

@@ -15,8 +15,8 @@ import threading
 import time
 
 import pytest
-from dripping_clients import drip, legitimate
 
+from dripping_clients import drip, legitimate
 from helpers import pod, review, shipped_config
 
 
