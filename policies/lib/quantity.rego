@@ -26,9 +26,9 @@ _decimal := {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, 
 # The value of a quantity (a JSON number or a string in the grammar); undefined for anything else.
 value(q) := q if is_number(q)
 
-value(q) := _scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4]) if {
-	parts := _parts(q)
-}
+value(q) := _value(_parts(q))
+
+_value(parts) := _scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4])
 
 # A string's sign, whole digits, fraction digits and suffix: the grammar matched once per call.
 _parts(q) := regex.find_all_string_submatch_n(_grammar, q, 1)[0] if is_string(q)
@@ -64,7 +64,7 @@ _bytes(parts) := whole + ceil(fraction) if {
 	fraction := _times_ten_to(_scaled(_sign[parts[1]] * _integer(parts[3]), parts[4]), 0 - count(parts[3]))
 }
 
-_bytes(parts) := ceil(_scaled(_sign[parts[1]] * to_number(_digits(parts[2], parts[3])), parts[4])) if {
+_bytes(parts) := ceil(_value(parts)) if {
 	not _whole(parts)
 	whole := _scaled(_sign[parts[1]] * _integer(parts[2]), parts[4])
 	whole != floor(whole) # milli and the like: the value is small, a float holds it
