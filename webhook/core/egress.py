@@ -568,8 +568,8 @@ def _canonical(value: Any) -> bytes:
 
 
 def selector_keys(*documents: Any) -> frozenset[str]:
-    """Every label key a selector in ``documents`` reads: matchLabels, matchExpressions, a Service's
-    selector map. The documents are walked whole, so a selector in any field is found; a key that is
+    """Every label key a selector in ``documents`` reads: matchLabels, matchExpressions, a plain
+    ``selector`` map. The documents are walked whole, so a selector in any field is found; a key that is
     not a pod's (a namespaceSelector's) only keeps a class apart that need not be."""
     keys: set[str] = set()
     stack: list[Any] = list(documents)
