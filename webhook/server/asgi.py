@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .draining import closes_connections
 from .endpoints import Answer, Endpoints
 
 Scope = MutableMapping[str, Any]
@@ -75,9 +76,11 @@ class AdmissionServer:
 
 
 async def _send(send: Send, answer: Answer) -> None:
-    await send({"type": "http.response.start", "status": answer.status,
-                "headers": [(b"content-type", answer.content_type.encode("latin-1")),
-                            (b"content-length", str(len(answer.body)).encode())]})
+    headers = [(b"content-type", answer.content_type.encode("latin-1")),
+               (b"content-length", str(len(answer.body)).encode())]
+    if closes_connections():  # this worker is being replaced: its clients move to another (``draining``)
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body})
 
 

@@ -14,6 +14,7 @@ import time
 from flask import Flask, Response, request
 
 from .asgi import DRAIN_FACTOR
+from .draining import closes_connections
 from .endpoints import Answer, Endpoints
 from .metrics import Metrics
 from .reload import LiveGateway
@@ -43,7 +44,10 @@ def create_app(live: LiveGateway, metrics: Metrics, *, probes: bool = True) -> F
 
 
 def _response(answer: Answer) -> Response:
-    return Response(answer.body, status=answer.status, content_type=answer.content_type)
+    response = Response(answer.body, status=answer.status, content_type=answer.content_type)
+    if closes_connections():  # this worker is being replaced: its clients move to another (``draining``)
+        response.headers["Connection"] = "close"
+    return response
 
 
 def _read_body(limit: int) -> bytes | None:

@@ -15,6 +15,7 @@ writes into the runtime directory (``runtime.RuntimeDir``), after the master has
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from granian.http import HTTP1Settings
 from granian.server import MPServer
 
 from .certs import CertPaths
+from .draining import DRAIN_SECONDS, marked
 from .log_format import granian_logging
 from .periodic import every
 from .reload import touch_reload_token
@@ -52,6 +54,7 @@ class _ReloadingServer(MPServer):
     """
 
     renew_tls = False
+    runtime: RuntimeDir  # set by serve()
 
     def respawn_for_new_certificate(self) -> None:
         self.renew_tls = True
@@ -59,15 +62,38 @@ class _ReloadingServer(MPServer):
         self.main_loop_interrupt.set()
 
     def _reload(self, spawn_target: Any, target_loader: Any) -> None:
+        self.reload_signal = False
+        self.main_loop_interrupt.clear()
         if self.renew_tls:
             self.renew_tls = False
             log.info("a new serving certificate: replacing the workers one by one")
-            super()._reload(spawn_target, target_loader)
-            return
-        self.reload_signal = False
-        self.main_loop_interrupt.clear()
-        if touch_reload_token():
+            self._replace_each_worker(spawn_target, target_loader)
+        elif touch_reload_token():
             log.info("SIGHUP: workers reload config and policies")
+
+    def _replace_each_worker(self, spawn_target: Any, target_loader: Any) -> None:
+        """Start a new worker, give it granian's ``respawn_interval`` to come up, then mark the old one
+        (``draining``) so its clients move off it, and only then stop it; one worker at a time.
+
+        granian's own respawn stops the old worker at once, cutting requests written to its idle
+        connections in that instant (``bench/rotation.py``).
+        """
+        for idx, old in enumerate(list(self.wrks)):
+            self.respawned_wrks[idx] = time.monotonic()
+            new = self._spawn_worker(idx=idx, target=spawn_target, callback_loader=target_loader)
+            new.start()
+            self.wrks[idx] = new
+            time.sleep(self.respawn_interval)
+            with marked(self.runtime, old.inner.pid):
+                time.sleep(DRAIN_SECONDS)
+                old.terminate()
+                old.join(self.workers_kill_timeout)
+                if old.is_alive():
+                    log.warning("worker-%d did not stop in %ss: killed", idx + 1, self.workers_kill_timeout)
+                    old.kill()
+                    old.join()
+            log.info("Stopped old worker-%d", idx + 1)  # granian's words, which tests wait for
+        self._metrics.incr_spawn(len(self.wrks))
 
 
 def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits,
@@ -106,6 +132,7 @@ def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: Ce
         respawn_failed_workers=True,
         workers_kill_timeout=20,  # graceful shutdown: requests in flight get this long to finish
     )
+    server.runtime = runtime
     _watch_certificate(pair, server, settings.reload_interval)
     server.serve()
 

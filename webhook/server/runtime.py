@@ -35,7 +35,8 @@ def metrics_dir() -> str | None:
 
 @dataclass(frozen=True)
 class RuntimeDir:
-    """One serve's shared folder: ``settings.json``, ``reload-token``, ``status/``, ``tls/``, ``metrics/``."""
+    """One serve's shared folder: ``settings.json``, ``reload-token``, ``status/``, ``tls/``, ``metrics/``,
+    ``draining/``."""
 
     root: Path
 
@@ -77,6 +78,11 @@ class RuntimeDir:
     def tls(self) -> Path:
         """The verified copy of the serving pair that workers present."""
         return self.root / "tls"
+
+    @property
+    def draining(self) -> Path:
+        """One empty file per worker being replaced, named by its pid (``draining``)."""
+        return self.root / "draining"
 
     @property
     def settings_file(self) -> Path:

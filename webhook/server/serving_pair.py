@@ -4,7 +4,7 @@ The source files (a Secret volume, or what `vgate certs` wrote) may change at an
 person replacing them by hand writes one before the other. The master copies them into a private
 directory only when the key is the certificate's own; workers load the copy. A half-replaced pair
 is logged and ignored (the old pair keeps serving); a new matching pair is copied and the workers
-are replaced one by one (granian's graceful respawn), so renewals need no restart and drop no
+are replaced one by one, each drained first (``draining``), so renewals need no restart and drop no
 request. A certificate that expires within ``WARN_DAYS`` is logged at start and at each new pair.
 """
 

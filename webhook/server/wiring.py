@@ -34,6 +34,7 @@ from ..reports.anchor_place import anchor_path
 from ..reports.schedule import ReportScheduler
 from .asgi import AdmissionServer
 from .certs import CertPaths, expires_at
+from .draining import watch_for_mark
 from .endpoints import Endpoints
 from .flask_adapter import create_app
 from .gateway import Gateway
@@ -112,6 +113,8 @@ def build_worker(settings: Settings) -> tuple[Endpoints, LiveGateway]:
     cluster = watch_cluster(load_config(settings.config_path).cluster)
     live = LiveGateway(lambda: load_gateway(settings, metrics, cluster=cluster), metrics)
     live.watch(settings.reload_interval)
+    if runtime is not None:
+        watch_for_mark(runtime)
     start_heartbeats(live)
     probe_port = runtime is not None and runtime.probes_served
     # the master serves /readyz on the probe port from these reports; each checks the evaluator child
