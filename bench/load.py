@@ -198,9 +198,12 @@ def start_server(
     policies: Path = ROOT / "policies",
     server_kind: str = "granian",
     forward_url: str | None = None,
+    extra: tuple[str, ...] = (),
+    output: Path | None = None,
 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log
-    (delivered to ``forward_url``, audit.forward, when given)."""
+    (delivered to ``forward_url``, audit.forward, when given); ``extra`` arguments after the usual
+    ones, its output into ``output`` (else discarded)."""
     import socket
 
     workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-")
@@ -230,10 +233,11 @@ def start_server(
             str(threads),
             "--server",
             server_kind,
+            *extra,
         ],
         cwd=workdir.name,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output.open("wb") if output else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if output else subprocess.DEVNULL,
     )
     ca = f"{workdir.name}/certs/ca.crt"
     deadline = time.time() + 30
