@@ -17,7 +17,7 @@ reference(image) := {
 	"domain": domain,
 	"path": path,
 	"name": concat("/", [domain, path]),
-	"tag": _tag(_before_digest(image)),
+	"tag": tag(image),
 	"digest": _digest(image),
 } if {
 	named := _without_tag(_before_digest(image))
@@ -31,7 +31,11 @@ normalized(image) := concat("", [ref.name, _suffix(":", ref.tag), _suffix("@", r
 	ref := reference(image)
 }
 
-pinned(image) if reference(image).digest != ""
+# Pinned by a digest: a rule asking only this need not parse the rest of the reference.
+pinned(image) if _digest(image) != ""
+
+# The tag ("" without one), read alone for the same reason.
+tag(image) := _tag(_before_digest(image))
 
 _suffix(_, "") := ""
 

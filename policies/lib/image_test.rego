@@ -50,3 +50,16 @@ test_pinned_needs_a_digest if {
 	image.pinned("app@sha256:abc")
 	not image.pinned("app:1")
 }
+
+# pinned and tag read their part alone (the rule asks only these for most pods): they must say what the
+# full reference says, for every shape of reference above.
+test_pinned_and_tag_agree_with_the_full_reference if {
+	every name in [
+		"nginx", "nginx:latest", "team/app:1.0", "localhost:5000/app", "localhost:5000/app:1",
+		"[::1]:5000/app:2", "registry.example.com:5000/app", "app@sha256:abc", "app:1@sha256:abc",
+		"localhost:5000/app@sha256:abc", "app@", "a:b:c", "",
+	] {
+		{true | image.pinned(name)} == {true | image.reference(name).digest != ""} # pinned is undefined, not false
+		image.tag(name) == image.reference(name).tag
+	}
+}

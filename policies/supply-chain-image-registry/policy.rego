@@ -17,7 +17,7 @@ import rego.v1
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
 import data.vgate.lib.image.normalized
 import data.vgate.lib.image.pinned
-import data.vgate.lib.image.reference
+import data.vgate.lib.image.tag
 import data.vgate.lib.workload.image_judged_containers
 import data.vgate.lib.workload.image_of
 import data.vgate.lib.workload.is_sensitive
@@ -29,7 +29,7 @@ registries := data.vgate.config.images.allowedRegistries
 # The tag as the runtime reads it: a ":" before the last "/" is a registry port, not a tag.
 untagged_or_latest(image) if {
 	not pinned(image)
-	reference(image).tag in {"", "latest"}
+	tag(image) in {"", "latest"}
 }
 
 deny contains msg if {
@@ -73,9 +73,9 @@ warn contains msg if {
 # repository ("registry.example.com/team/app") also allows its tags and digests. "docker.io" allows
 # "nginx" and "team/app" (Docker Hub), never "Evilhost/x" (a host, for the runtime).
 from_allowed(image) if {
+	name := normalized(image) # once, not once per allowed entry
 	some entry in registries
-	prefix := trim_right(entry, "/")
-	within(normalized(image), prefix)
+	within(name, trim_right(entry, "/"))
 }
 
 within(name, prefix) if startswith(name, concat("", [prefix, "/"]))
