@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import ssl
 import subprocess
 import threading
@@ -64,6 +65,57 @@ def test_a_worker_marked_for_replacement_closes_each_connection_after_its_answer
     connection.close()
 
 
+class Traffic:
+    """Clients posting back to back on keep-alive connections, and a watcher of the master's marks:
+    what a worker being stopped does to requests in flight, and whether it was marked first."""
+
+    def __init__(self, server, clients: int = 4) -> None:
+        self.server, self.marks = server, runtime_dir(server) / "draining"
+        self.body = json.dumps(review(pod())).encode()
+        self.sent, self.closing_answers = 0, 0
+        self.lost: list[str] = []
+        self.marked_alive: set[int] = set()  # pids marked while still running
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._post) for _ in range(clients)]
+        self._threads.append(threading.Thread(target=self._watch_marks))
+
+    def __enter__(self) -> Traffic:
+        for thread in self._threads:
+            thread.start()
+        time.sleep(1)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _post(self) -> None:
+        connection = connect(self.server)
+        while not self._stop.is_set():
+            try:
+                connection.request("POST", "/validate", self.body, {"Content-Type": "application/json"})
+                answer = connection.getresponse()
+                answer.read()
+                self.closing_answers += answer.will_close
+                if answer.status != 200:
+                    self.lost.append(f"HTTP {answer.status}")
+            except (OSError, http.client.HTTPException) as error:  # what the API server would see as EOF
+                self.lost.append(f"{type(error).__name__}: {error}")
+                connection.close()
+                if self.server.process.poll() is not None:
+                    return
+            self.sent += 1
+        connection.close()
+
+    def _watch_marks(self) -> None:
+        while not self._stop.is_set():
+            for mark in self.marks.glob("*") if self.marks.is_dir() else ():
+                if Path(f"/proc/{mark.name}").exists():
+                    self.marked_alive.add(int(mark.name))
+            time.sleep(0.02)
+
+
 def test_a_renewal_while_clients_post_back_to_back_loses_no_request(start_server):
     """Each old worker is marked while it still serves, then stops; no request is lost meanwhile.
 
@@ -71,44 +123,25 @@ def test_a_renewal_while_clients_post_back_to_back_loses_no_request(start_server
     the marks are checked as well: each old worker's, seen while it was alive.
     """
     server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
-    old_workers, marks = set(workers(server)), runtime_dir(server) / "draining"
-    body = json.dumps(review(pod())).encode()
-    stop = threading.Event()
-    sent, lost, marked_alive = [0], [], set()
-
-    def post_until_stopped() -> None:
-        connection = connect(server)
-        while not stop.is_set():
-            try:
-                connection.request("POST", "/validate", body, {"Content-Type": "application/json"})
-                answer = connection.getresponse()
-                answer.read()
-                if answer.status != 200:
-                    lost.append(f"HTTP {answer.status}")
-            except (OSError, http.client.HTTPException) as error:  # what the API server would see as EOF
-                lost.append(f"{type(error).__name__}: {error}")
-                connection.close()
-            sent[0] += 1
-        connection.close()
-
-    def watch_marks() -> None:
-        while not stop.is_set():
-            for mark in marks.glob("*") if marks.is_dir() else ():
-                if Path(f"/proc/{mark.name}").exists():
-                    marked_alive.add(int(mark.name))
-            time.sleep(0.02)
-
-    threads = [threading.Thread(target=post_until_stopped) for _ in range(4)] + [threading.Thread(target=watch_marks)]
-    for thread in threads:
-        thread.start()
-    try:
-        time.sleep(1)
+    old_workers = set(workers(server))
+    with Traffic(server) as traffic:
         subprocess.run([*VGATE, "certs", "--out", str(server.workdir / "certs")], check=True, capture_output=True)
         assert eventually(lambda: server.output().count("Stopped old worker") >= 2, timeout=60), server.output()
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-    assert sent[0] > 100 and lost == [], (sent[0], lost[:3])
-    assert marked_alive == old_workers, "each old worker is marked while it still serves"
-    assert not old_workers & set(workers(server)) and not list(marks.glob("*")), "then stopped, its mark removed"
+    assert traffic.sent > 100 and traffic.lost == [], (traffic.sent, traffic.lost[:3])
+    assert traffic.marked_alive == old_workers, "each old worker is marked while it still serves"
+    assert not old_workers & set(workers(server)) and not list(traffic.marks.glob("*")), "then stopped, unmarked"
+
+
+def test_sigterm_drains_every_worker_before_it_stops_and_sigint_stops_at_once(start_server):
+    """A pod deleted (SIGTERM) answers with Connection: close for a while, so the API server's
+    connections move to another replica; SIGINT (an operator's ^C) does not wait."""
+    for signum, drained in ((signal.SIGTERM, True), (signal.SIGINT, False)):
+        server = start_server(workers=2)
+        running = set(workers(server))
+        with Traffic(server) as traffic:
+            closing_before = traffic.closing_answers
+            server.process.send_signal(signum)
+            server.process.wait(timeout=30)
+        assert traffic.marked_alive == (running if drained else set()), signum
+        if drained:  # each client was told to reconnect at least once before its worker stopped
+            assert traffic.closing_answers - closing_before >= 4, traffic.closing_answers

@@ -6,7 +6,8 @@ POST it has written (Go's transport), so the write it was admitting fails. Befor
 (``granian_server``) stops a worker it marks it for ``DRAIN_SECONDS``: the worker then closes each
 connection right after its answer, the client opens a new one, which another worker accepts and
 keeps. What the old worker still holds when it stops are connections its clients had stopped
-using. Measured by ``bench/rotation.py``.
+using. Measured by ``bench/rotation.py``. On SIGTERM (a pod deleted) every worker is marked
+the same way before they stop, so the API server's connections move to another replica.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ writes into the runtime directory (``runtime.RuntimeDir``), after the master has
 from __future__ import annotations
 
 import logging
+import signal
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,26 @@ class _ReloadingServer(MPServer):
     """
 
     renew_tls = False
+    drain_on_stop = False
     runtime: RuntimeDir  # set by serve()
+
+    def signal_handler_interrupt(self, *args: Any, **kwargs: Any) -> None:
+        """SIGTERM (a pod deleted, a rolling update) drains the workers before they stop; SIGINT does not."""
+        self.drain_on_stop = bool(args) and args[0] == signal.SIGTERM
+        super().signal_handler_interrupt(*args, **kwargs)
+
+    def _stop_workers(self) -> None:
+        """On SIGTERM, mark every worker for ``DRAIN_SECONDS`` first: the API server's connections then
+        move to another replica (the Service's other endpoints) before these close."""
+        if self.drain_on_stop:
+            with ExitStack() as marks:
+                for worker in self.wrks:
+                    marks.enter_context(marked(self.runtime, worker.inner.pid))
+                log.info("SIGTERM: answering with Connection: close for %ss before the workers stop", DRAIN_SECONDS)
+                time.sleep(DRAIN_SECONDS)
+                super()._stop_workers()
+            return
+        super()._stop_workers()
 
     def respawn_for_new_certificate(self) -> None:
         self.renew_tls = True
