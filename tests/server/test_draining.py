@@ -1,8 +1,8 @@
-"""A worker being replaced (a renewed certificate) lets its clients move off it before it stops.
+"""A worker being replaced (a renewed certificate) or stopped (SIGTERM) lets its clients move off it first.
 
 A stopping granian worker closes its idle keep-alive connections at once, and a request a client
 wrote in that instant is lost (the API server does not resend a written POST). The master marks the
-old worker first; the marked worker closes each connection right after its answer.
+worker first; a marked worker closes each connection right after its answer.
 """
 
 from __future__ import annotations

@@ -67,15 +67,13 @@ class _ReloadingServer(MPServer):
     def _stop_workers(self) -> None:
         """On SIGTERM, mark every worker for ``DRAIN_SECONDS`` first: the API server's connections then
         move to another replica (the Service's other endpoints) before these close."""
-        if self.drain_on_stop:
-            with ExitStack() as marks:
+        with ExitStack() as marks:
+            if self.drain_on_stop:
                 for worker in self.wrks:
                     marks.enter_context(marked(self.runtime, worker.inner.pid))
                 log.info("SIGTERM: answering with Connection: close for %ss before the workers stop", DRAIN_SECONDS)
                 time.sleep(DRAIN_SECONDS)
-                super()._stop_workers()
-            return
-        super()._stop_workers()
+            super()._stop_workers()
 
     def respawn_for_new_certificate(self) -> None:
         self.renew_tls = True
