@@ -13,6 +13,7 @@ could not complete would be a refused pod.
 from __future__ import annotations
 
 import base64
+import datetime
 import os
 import signal
 import ssl
@@ -199,6 +200,7 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
     for thread in workers:
         thread.start()
     served: dict[int, x509.Name] = {}  # serial -> issuer
+    expired: list[str] = []  # certificates served after they expired (a new handshake would fail)
     cas: set[int] = set()
     trusted_since: dict[x509.Name, float] = {}  # a CA's subject -> when the API server's caBundle first had it
     signing_since: dict[x509.Name, float] = {}  # a CA's subject -> when a certificate it signed was first served
@@ -208,6 +210,8 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
         while time.monotonic() < deadline:
             certificate = served_certificate()
             now = time.monotonic()
+            if certificate.not_valid_after_utc < datetime.datetime.now(datetime.timezone.utc):
+                expired.append(f"{certificate.serial_number} (until {certificate.not_valid_after_utc:%T})")
             served[certificate.serial_number] = certificate.issuer
             signing_since.setdefault(certificate.issuer, now)
             cas |= {c.serial_number for c in x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])}
@@ -220,7 +224,8 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
         for thread in workers:
             thread.join()
     failed = [o for o in outcomes if o[1] != 201]
-    assert len(outcomes) > 300 and not failed, (len(outcomes), failed[:5])
+    assert len(outcomes) > 300 and not failed, (len(outcomes), failed[:5], renewals(keeper))
+    assert not expired, (expired, renewals(keeper))
     assert len(served) >= 5, f"the certificate was renewed {len(served) - 1} times"
     assert len(cas) >= 2 and first_ca.serial_number in cas, "a new CA joined the bundle"
     assert len(set(served.values())) >= 2, "a new CA signed what was served"
@@ -232,6 +237,13 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
         {ca.rfc4514_string(): signing_since[ca] - trusted_since.get(ca, 0) for ca in new_cas}
     judged = {r["name"] for r in keeper.decisions() if r.get("endpoint") == "validate"}
     assert {name for name, _, _ in outcomes} <= judged, "every creation reached the second vgate"
+
+
+def renewals(keeper: Keeper) -> list[str]:
+    """The keeper's renewals and the master's worker replacements, from its log: what a failure needs."""
+    said = ("renewed", "new serving certificate", "Spawning worker", "Stopped old", "did not stop", "expires")
+    return [f"{line[11:23]} {line[23:].split(' ', 2)[-1][:90]}" for line in keeper.log().splitlines()
+            if any(s in line for s in said)]
 
 
 def cluster_api() -> Any:

@@ -191,7 +191,7 @@ class ManagedCertificate:
                 raise CertificateManagerError(f"Secret {self.settings.secret} does not exist: create it empty (the "
                                               "chart does); vgate may only read and update it")
             material = _Material.of(secret.get("data") or {})
-            if not self._renew(material):
+            if not self._renew(material, datetime.datetime.now(datetime.timezone.utc)):
                 break
             secret["data"] = material.data()
             secret["type"] = secret.get("type", "Opaque")
@@ -207,9 +207,9 @@ class ManagedCertificate:
             self._inject(target, base64.b64encode(bundle).decode("ascii"))
         self._serve(material, bundle)
 
-    def _renew(self, material: _Material) -> bool:
-        """Make the CA and certificate that are due (in ``material``); True when anything changed."""
-        settings, now = self.settings, datetime.datetime.now(datetime.timezone.utc)
+    def _renew(self, material: _Material, now: datetime.datetime) -> bool:
+        """Make the CA and certificate that are due at ``now`` (in ``material``); True when anything changed."""
+        settings = self.settings
         changed = False
         alive = [(c, k) for c, k in material.cas if c.not_valid_after_utc > now]
         if len(alive) != len(material.cas):
@@ -221,15 +221,24 @@ class ManagedCertificate:
             material.cas.insert(0, ca)
             changed = True
         if self._needs_new_certificate(material, now):
-            settled = [(c, k) for c, k in material.cas if now - _joined(c) >= settings.ca_settle]
-            # a fresh install (nothing served yet) cannot wait for a CA to settle: nothing trusts any
-            ca_cert, ca_key = settled[0] if settled else material.cas[0]
-            if settled or material.cert is None or material.signer_of(material.cert) is None:
-                material.cert, material.key = sign_serving(
-                    ca_cert, ca_key, f"{settings.service}.{settings.namespace}.svc", settings.names,
-                    min(now + settings.validity, ca_cert.not_valid_after_utc))
-                changed = True
+            ca_cert, ca_key = self._signer(material, now)
+            material.cert, material.key = sign_serving(
+                ca_cert, ca_key, f"{settings.service}.{settings.namespace}.svc", settings.names,
+                min(now + settings.validity, ca_cert.not_valid_after_utc))
+            changed = True
         return changed
+
+    def _signer(self, material: _Material,
+                now: datetime.datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+        """The newest CA in the webhook configurations for ``ca_settle``; before any has been, the CA that
+        signed the certificate being served (trusted exactly as far as that one is: a fresh install
+        whose first certificate is due before its CA settles, as with lifetimes shorter than
+        ``ca_settle``); with nothing served, the newest (nothing trusts any CA yet)."""
+        settled = [(c, k) for c, k in material.cas if now - _joined(c) >= self.settings.ca_settle]
+        if settled:
+            return settled[0]
+        serving = material.signer_of(material.cert) if material.cert is not None else None
+        return next(((c, k) for c, k in material.cas if c is serving), material.cas[0])
 
     def _needs_new_certificate(self, material: _Material, now: datetime.datetime) -> bool:
         cert = material.cert
