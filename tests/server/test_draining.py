@@ -130,6 +130,7 @@ def test_a_renewal_while_clients_post_back_to_back_loses_no_request(start_server
     assert traffic.sent > 100 and traffic.lost == [], (traffic.sent, traffic.lost[:3])
     assert traffic.marked_alive == old_workers, "each old worker is marked while it still serves"
     assert not old_workers & set(workers(server)) and not list(traffic.marks.glob("*")), "then stopped, unmarked"
+    assert "did not stop" not in server.output(), "each stopped by itself (none killed: none was seen alive late)"
 
 
 def test_sigterm_drains_every_worker_before_it_stops_and_sigint_stops_at_once(start_server):

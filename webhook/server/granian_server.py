@@ -19,6 +19,7 @@ import signal
 import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
+from multiprocessing.connection import wait as wait_for_ready
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +107,19 @@ class _ReloadingServer(MPServer):
             with marked(self.runtime, old.inner.pid):
                 time.sleep(DRAIN_SECONDS)
                 old.terminate()
-                old.join(self.workers_kill_timeout)
-                if old.is_alive():
+                if not _exits_within(old, self.workers_kill_timeout):
                     log.warning("worker-%d did not stop in %ss: killed", idx + 1, self.workers_kill_timeout)
                     old.kill()
                     old.join()
             log.info("Stopped old worker-%d", idx + 1)  # granian's words, which tests wait for
         self._metrics.incr_spawn(len(self.wrks))
+
+
+def _exits_within(worker: Any, timeout: float | None) -> bool:
+    """Whether ``worker``'s process ends within ``timeout`` seconds. Its sentinel says so; ``join`` and
+    ``is_alive`` may not: granian's watcher thread reaps the same process, and the one that loses the
+    race sees it alive a moment after it exited (then killed an exited worker's pid)."""
+    return bool(wait_for_ready([worker.inner.sentinel], timeout))
 
 
 def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: CertPaths, limits: Limits,
