@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -47,6 +48,26 @@ class Limits:
     client_ca: str | None = None
 
 
+class _PolledEvent(threading.Event):
+    """The master's main-loop event, waited for by sleeping and looking every ``LOOK_SECONDS``.
+
+    A SIGINT or SIGTERM the kernel hands to another of the master's threads (the probe port's, a
+    watcher's) runs its Python handler only once the main thread runs Python code again; blocked on
+    a lock with no timeout (granian's wait) it never did, and the signal was lost (1 of 25 SIGINTs
+    while /readyz was polled). A sleep holds no lock, so the handler, which sets this event, may
+    run inside it or right after it.
+    """
+
+    LOOK_SECONDS = 0.2
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None:
+            return super().wait(timeout)
+        while not self.is_set():
+            time.sleep(self.LOOK_SECONDS)
+        return True
+
+
 class _ReloadingServer(MPServer):
     """SIGHUP reloads policies and config inside the running workers instead of replacing them.
 
@@ -59,6 +80,10 @@ class _ReloadingServer(MPServer):
     renew_tls = False
     drain_on_stop = False
     runtime: RuntimeDir  # set by serve()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.main_loop_interrupt = _PolledEvent()
 
     def signal_handler_interrupt(self, *args: Any, **kwargs: Any) -> None:
         """SIGTERM (a pod deleted, a rolling update) drains the workers before they stop; SIGINT does not."""
