@@ -16,7 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import VGATE, evaluator_children, eventually, pod, review
+import requests
+
+from helpers import VGATE, evaluator_children, eventually, free_port, pod, review
 
 
 def runtime_dir(server) -> Path:
@@ -122,11 +124,17 @@ def test_a_renewal_while_clients_post_back_to_back_loses_no_request(start_server
     Losing one is a race (the old code lost one in two of three renewals of bench/rotation.py), so
     the marks are checked as well: each old worker's, seen while it was alive.
     """
-    server = start_server(workers=2, extra_args=("--reload-interval", "0.3"))
-    old_workers = set(workers(server))
+    probes = f"127.0.0.1:{free_port()}"
+    server = start_server(workers=2, extra_args=("--reload-interval", "0.3", "--metrics-bind", probes))
+    old_workers, ready = set(workers(server)), []
     with Traffic(server) as traffic:
         subprocess.run([*VGATE, "certs", "--out", str(server.workdir / "certs")], check=True, capture_output=True)
-        assert eventually(lambda: server.output().count("Stopped old worker") >= 2, timeout=60), server.output()
+        deadline = time.monotonic() + 60
+        while server.output().count("Stopped old worker") < 2 and time.monotonic() < deadline:
+            ready.append(readyz(server))  # one worker drains at a time: the pod stays ready
+            time.sleep(0.05)
+    assert server.output().count("Stopped old worker") >= 2, server.output()
+    assert set(ready) == {200}, sorted(set(ready), key=str)
     assert traffic.sent > 100 and traffic.lost == [], (traffic.sent, traffic.lost[:3])
     assert traffic.marked_alive == old_workers, "each old worker is marked while it still serves"
     assert not old_workers & set(workers(server)) and not list(traffic.marks.glob("*")), "then stopped, unmarked"
@@ -137,12 +145,26 @@ def test_sigterm_drains_every_worker_before_it_stops_and_sigint_stops_at_once(st
     """A pod deleted (SIGTERM) answers with Connection: close for a while, so the API server's
     connections move to another replica; SIGINT (an operator's ^C) does not wait."""
     for signum, drained in ((signal.SIGTERM, True), (signal.SIGINT, False)):
-        server = start_server(workers=2)
+        server = start_server(workers=2, extra_args=("--metrics-bind", f"127.0.0.1:{free_port()}"))
         running = set(workers(server))
         with Traffic(server) as traffic:
             closing_before = traffic.closing_answers
+            assert readyz(server) == 200
             server.process.send_signal(signum)
+            answers = []  # the probe port's /readyz while the workers drain: a balancer's cue to route elsewhere
+            while server.process.poll() is None:
+                answers.append(readyz(server))
+                time.sleep(0.05)
             server.process.wait(timeout=30)
         assert traffic.marked_alive == (running if drained else set()), signum
         if drained:  # each client was told to reconnect at least once before its worker stopped
             assert traffic.closing_answers - closing_before >= 4, traffic.closing_answers
+            assert answers and set(answers) <= {503, None} and 503 in answers, answers
+
+
+def readyz(server) -> int | None:
+    """The probe port's /readyz status; None once the port is closed."""
+    try:
+        return requests.get(server.probes_url + "/readyz", timeout=2).status_code
+    except requests.ConnectionError:
+        return None

@@ -90,10 +90,11 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
 
 
 def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
-    """Ready while every live worker says so, recently; the first reason otherwise. A ready answer
+    """Ready while every live worker says so, recently, and one of them is not draining (``draining``:
+    a renewal drains one worker at a time, SIGTERM all of them); the first reason otherwise. A ready answer
     names every live worker's policy revision (``policyRevisions``): after an edit, one revision
     there means every worker judges by the new set (each reloads on its own look)."""
-    reports = []
+    reports, marked = [], []
     for path in sorted(status_dir.glob("*.json")):
         if not running(int(path.stem)):
             path.unlink(missing_ok=True)
@@ -102,8 +103,11 @@ def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
             reports.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
+        marked.append((RuntimeDir(status_dir.parent).draining / path.stem).exists())
     if not reports:
         return 503, {"error": "no worker has reported ready yet", "status": 503}
+    if all(marked):  # SIGTERM: a balancer that routes by this probe stops sending new connections here
+        return 503, {"error": "stopping: every worker is draining its connections", "status": 503}
     for report in reports:
         if time.time() - report["written"] > STALE_SECONDS:
             return 503, {"error": "a worker has not reported for over 30 s", "status": 503}

@@ -81,7 +81,7 @@ class RuntimeDir:
 
     @property
     def draining(self) -> Path:
-        """One empty file per worker being replaced, named by its pid (``draining``)."""
+        """One empty file per worker being replaced or stopped, named by its pid (``draining``)."""
         return self.root / "draining"
 
     @property
