@@ -118,6 +118,7 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
     change; an invalid new set is refused and the old one keeps serving. The server's connection
     settings (timeouts, connection cap, clientCA) are read at start.
     """
+    from .server.draining import REPLACE_SECONDS
     from .server.launch import ServeOptions
     from .server.launch import serve as launch
     from .server.log_format import configure
@@ -132,8 +133,9 @@ def serve(config_path: str | None, policy_dir: str, cert_dir: str, bind: str, wo
                                       parse_duration(ca_renew_before), parse_duration(ca_settle))
         except ValueError as error:
             raise click.BadParameter(str(error)) from None
-        if managed.problems():
-            raise click.BadParameter("; ".join(managed.problems()))
+        problems = managed.problems(reload_interval + workers * REPLACE_SECONDS)
+        if problems:
+            raise click.BadParameter("; ".join(problems))
     try:
         launch(ServeOptions(config_path, policy_dir, cert_dir, bind, workers, threads, server_kind, access_log,
                             metrics_bind, log_format, opa_url, opa_timeout, hourly_reports, reload_interval,

@@ -21,6 +21,8 @@ from .periodic import every
 from .runtime import RuntimeDir
 
 DRAIN_SECONDS = 2.0  # every connection in use sees at least one answer in this time
+RESPAWN_SECONDS = 3.5  # a new worker's time to come up before the old one is marked (granian's respawn_interval)
+REPLACE_SECONDS = RESPAWN_SECONDS + DRAIN_SECONDS  # one worker replaced, less the old one's own exit
 LOOK_SECONDS = 0.1
 
 _marked = threading.Event()

@@ -29,7 +29,7 @@ from granian.http import HTTP1Settings
 from granian.server import MPServer
 
 from .certs import CertPaths
-from .draining import DRAIN_SECONDS, marked
+from .draining import DRAIN_SECONDS, RESPAWN_SECONDS, marked
 from .log_format import granian_logging
 from .periodic import every
 from .reload import touch_reload_token
@@ -181,6 +181,7 @@ def serve(runtime: RuntimeDir, settings: Any, bind: str, workers: int, certs: Ce
         log_access=access_log,
         log_dictconfig=granian_logging(log_format),
         respawn_failed_workers=True,
+        respawn_interval=RESPAWN_SECONDS,
         workers_kill_timeout=20,  # graceful shutdown: requests in flight get this long to finish
     )
     server.runtime = runtime

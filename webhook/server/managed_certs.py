@@ -80,8 +80,10 @@ class ManagedSettings:
     ca_renew_before: datetime.timedelta = datetime.timedelta(days=365)
     ca_settle: datetime.timedelta = datetime.timedelta(minutes=5)
 
-    def problems(self) -> list[str]:
-        """What makes these settings unable to renew in time (empty when they can)."""
+    def problems(self, serving_seconds: float = 0.0) -> list[str]:
+        """What makes these settings unable to renew in time (empty when they can), for a server that
+        takes ``serving_seconds`` to serve a new pair once written (``vgate serve``: it notices it within
+        --reload-interval, then replaces its workers one by one)."""
         found = []
         if self.secret.count("/") != 1 or not all(self.secret.split("/")):
             found.append(f"--tls-secret {self.secret!r}: NAMESPACE/NAME")
@@ -91,9 +93,12 @@ class ManagedSettings:
                 found.append(f"--ca-inject {target!r}: mutating/NAME or validating/NAME")
         if self.renew_before >= self.validity:
             found.append("--tls-renew-before must be shorter than --tls-validity")
-        if self.renew_before.total_seconds() < 3 * CHECK_SECONDS:
-            found.append(f"--tls-renew-before must be at least {3 * CHECK_SECONDS:g}s (replicas look every "
-                         f"{CHECK_SECONDS:g}s)")
+        least = max(3 * CHECK_SECONDS, 2 * CHECK_SECONDS + serving_seconds)
+        if self.renew_before.total_seconds() < least:
+            serving = (f", and serve a new pair within {serving_seconds:g}s: --reload-interval, then each of "
+                       "--workers replaced in turn") if serving_seconds else ""
+            found.append(f"--tls-renew-before must be at least {least:g}s (replicas look every "
+                         f"{CHECK_SECONDS:g}s{serving})")
         if self.ca_renew_before >= self.ca_validity:
             found.append("--ca-renew-before must be shorter than --ca-validity")
         if self.ca_settle + self.validity > self.ca_renew_before:

@@ -37,5 +37,19 @@ def test_the_defaults_can_renew_and_lifetimes_that_cannot_are_named():
 def test_serve_refuses_bad_lifetimes_in_one_line_before_starting():
     result = CliRunner().invoke(main, ["serve", "--tls-secret", "vgate-system/vgate-tls", "--tls-validity", "3d"])
     assert result.exit_code == 2 and "not a duration" in result.output and "Traceback" not in result.output
-    result = CliRunner().invoke(main, ["serve", "--tls-secret", "vgate-system/vgate-tls", "--tls-renew-before", "5s"])
-    assert result.exit_code == 2 and "at least 15s" in result.output
+    result = CliRunner().invoke(main, ["serve", "--tls-secret", "vgate-system/vgate-tls", "--tls-renew-before", "5s",
+                                       "--workers", "1", "--reload-interval", "1"])
+    assert result.exit_code == 2 and "at least 16.5s" in result.output  # 2 looks, 1 s to notice, 5.5 s to replace
+
+
+def test_a_renewal_must_leave_time_to_replace_every_worker():
+    """Eight workers replaced in turn take 44 s (3.5 s to start each, 2 s to drain the old one): a
+    certificate renewed 30 s ahead would expire while the last old worker still served it."""
+    settings = ManagedSettings("vgate-system/vgate-tls", "vgate", validity=datetime.timedelta(minutes=5),
+                               renew_before=datetime.timedelta(seconds=30))
+    assert settings.problems(2 + 2 * 5.5) == []
+    (said,) = settings.problems(2 + 8 * 5.5)
+    assert "at least 56s" in said and "--workers replaced in turn" in said
+    result = CliRunner().invoke(main, ["serve", "--tls-secret", "vgate-system/vgate-tls", "--tls-validity", "5m",
+                                       "--tls-renew-before", "30s", "--workers", "8", "--reload-interval", "2"])
+    assert result.exit_code == 2 and "at least 56s" in result.output and "Traceback" not in result.output
