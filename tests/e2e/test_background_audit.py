@@ -10,6 +10,7 @@ names it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -179,10 +180,14 @@ def test_a_node_that_lost_its_memory_encryption_under_a_running_sensitive_pod_is
                              "key": str(tmp_path / "keys" / "k"), "anchorFile": str(anchor_beside(tmp_path))}
         (tmp_path / "vgate.yaml").write_text(yaml.safe_dump(config))
         hour = datetime.fromisoformat(change["time"]).replace(minute=0, second=0, microsecond=0)
-        written = subprocess.run(["faketime", "+62 minutes", *cluster.VGATE_CLI, "report", "--hour",
+        # written at half past the next hour: the change's hour closed, the next one not (a fixed "+62
+        # minutes" after a change at 04:59 wrote at 06:01, after hour 05 had closed too)
+        at = (hour + timedelta(minutes=90)).strftime("@%Y-%m-%d %H:%M:%S")
+        written = subprocess.run(["faketime", "-f", at, *cluster.VGATE_CLI, "report", "--hour",
                                   f"{hour:%Y-%m-%dT%H}", "--config", str(tmp_path / "vgate.yaml"), "--new-key",
                                   "--policies", str(cluster.ROOT / "policies")],
-                                 capture_output=True, text=True, timeout=300, cwd=cluster.ROOT)
+                                 capture_output=True, text=True, timeout=300, cwd=cluster.ROOT,
+                                 env={**os.environ, "TZ": "UTC"})
         assert written.returncode == 0, written.stderr
         report = json.loads((Path(written.stdout.strip()) / "report.json").read_text())
         assert [(d["pod"], d["time"]) for d in report["scheduling"]["drift"]
