@@ -280,6 +280,10 @@ class PodRelease:
     def kill(self, index: int) -> None:
         podman("kill", self.container(index), check=False)
 
+    def stop_one(self, index: int) -> None:
+        """The kubelet's stop of a deleted pod: SIGTERM, SIGKILL after the grace period (30 s by default)."""
+        podman("stop", "-t", "30", self.container(index), check=False, timeout=60)
+
     def exec(self, index: int, *command: str) -> subprocess.CompletedProcess[str]:
         return podman("exec", self.container(index), *command, check=False)
 

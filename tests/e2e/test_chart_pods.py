@@ -18,7 +18,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -147,12 +147,9 @@ def test_a_policy_edit_through_the_config_map_reaches_both_replicas_without_a_re
         "no container restarted"
 
 
-def test_one_replica_killed_under_load_loses_at_most_what_was_in_flight(release: pods.PodRelease,
-                                                                       kube: Kube) -> None:
-    """Pods created by two clients for 20 s; replica 0 killed (SIGKILL) at 5 s: what the killed replica
-    held in flight may fail (failurePolicy Fail), nothing else, and the creations are counted. Measured:
-    none failed, and none with HAProxy's health checks removed either: the API server retries a webhook
-    call whose connection is refused or reset, so a dead replica costs only its in-flight calls."""
+def creations_meanwhile(act: Callable[[], None], clients: int = 2) -> tuple[list[tuple[float, int, str]], float]:
+    """Dry-run pod creations by ``clients`` clients back to back for 20 s, with ``act`` done at 5 s: each
+    creation's end, status and message, and when ``act`` began."""
     api = ApiServer.from_kubeconfig(cluster.KUBECONFIG)
     outcomes: list[tuple[float, int, str]] = []
     stop = threading.Event()
@@ -165,26 +162,62 @@ def test_one_replica_killed_under_load_loses_at_most_what_was_in_flight(release:
             outcomes.append((time.monotonic(), response.status_code, response.text[:200]))
             count += 1
 
-    clients = [threading.Thread(target=create, args=(n,)) for n in range(2)]
-    start = time.monotonic()
-    for thread in clients:
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(clients)]
+    for thread in threads:
         thread.start()
     time.sleep(5)
-    release.kill(0)
-    killed = time.monotonic()
-    time.sleep(15)
+    began = time.monotonic()
+    act()
+    time.sleep(max(0.0, began + 15 - time.monotonic()))
     stop.set()
-    for thread in clients:
+    for thread in threads:
         thread.join()
+    return outcomes, began
+
+
+def test_one_replica_killed_under_load_loses_at_most_what_was_in_flight(release: pods.PodRelease,
+                                                                       kube: Kube) -> None:
+    """Pods created by two clients for 20 s; replica 0 killed (SIGKILL) at 5 s: what the killed replica
+    held in flight may fail (failurePolicy Fail), nothing else, and the creations are counted. Measured:
+    none failed, and none with HAProxy's health checks removed either: the API server retries a webhook
+    call whose connection is refused or reset, so a dead replica costs only its in-flight calls."""
+    outcomes, killed = creations_meanwhile(lambda: release.kill(0))
     failed = [o for o in outcomes if o[1] != 201]
     after = [o for o in outcomes if o[0] > killed + 2]
     print(f"{len(outcomes)} creations, {len(failed)} failed, {len(after)} after the kill settled")
-    assert len(failed) <= len(clients), failed
+    assert len(failed) <= 2, failed
     assert after and all(o[1] == 201 for o in after)
     assert all(o[0] >= killed - 1 for o in failed), "nothing failed before the kill"
     release.play(0)
     assert eventually(lambda: release.ready(0), timeout=120), release.logs(0)[-2000:]
-    del start
+
+
+def test_one_replica_stopped_under_load_loses_nothing(release: pods.PodRelease, kube: Kube) -> None:
+    """A pod deleted (SIGTERM, the kubelet's stop) under the same load: its /readyz turns 503 and its
+    workers answer with Connection: close for 2 s before they stop, so HAProxy (by /readyz, as the
+    endpoints by the readiness probe) and the API server's connections move to the other replica
+    first. Not one creation fails, where a kill may cost what was in flight."""
+    readiness: list[int] = []
+
+    def watch() -> None:
+        for _ in range(30):
+            readiness.append(release.readyz(0)[0])
+            time.sleep(0.1)
+
+    def stop_replica() -> None:
+        watching = threading.Thread(target=watch)
+        watching.start()
+        release.stop_one(0)
+        watching.join()
+
+    outcomes, stopped = creations_meanwhile(stop_replica)
+    failed = [o for o in outcomes if o[1] != 201]
+    print(f"{len(outcomes)} creations, {len(failed)} failed; replica 0's /readyz while stopping: {readiness}")
+    assert len(outcomes) > 50 and not failed, failed[:3]
+    assert 503 in readiness, readiness  # it said so before it went away
+    assert "answering with Connection: close" in release.logs(0)
+    release.play(0)
+    assert eventually(lambda: release.ready(0), timeout=120), release.logs(0)[-2000:]
 
 
 # each evaluator child's /proc/PID (the pattern's brackets keep this shell's own command line out)
