@@ -33,12 +33,17 @@ def closes_connections() -> bool:
     return _marked.is_set()
 
 
+def is_marked(runtime: RuntimeDir, pid: int) -> bool:
+    """Whether the master has marked worker ``pid`` (the worker's own look, and the probe port's /readyz)."""
+    return (runtime.draining / str(pid)).exists()
+
+
 def watch_for_mark(runtime: RuntimeDir) -> None:
     """In a worker: look for its mark every ``LOOK_SECONDS`` (a marked worker stays marked: it is stopping)."""
-    mark = runtime.draining / str(os.getpid())
+    pid = os.getpid()
 
     def look() -> None:
-        if mark.exists():
+        if is_marked(runtime, pid):
             _marked.set()
 
     every(LOOK_SECONDS, look, "vgate-draining")

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from .draining import is_marked
 from .endpoints import readiness
 from .granian_server import host_and_port
 from .metrics import merged_exposition, running
@@ -94,6 +95,7 @@ def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
     a renewal drains one worker at a time, SIGTERM all of them); the first reason otherwise. A ready answer
     names every live worker's policy revision (``policyRevisions``): after an edit, one revision
     there means every worker judges by the new set (each reloads on its own look)."""
+    runtime = RuntimeDir(status_dir.parent)  # the folder whose status/ this is: its draining/ beside it
     reports, marked = [], []
     for path in sorted(status_dir.glob("*.json")):
         if not running(int(path.stem)):
@@ -103,7 +105,7 @@ def _aggregate(status_dir: Path) -> tuple[int, dict[str, Any]]:
             reports.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-        marked.append((RuntimeDir(status_dir.parent).draining / path.stem).exists())
+        marked.append(is_marked(runtime, int(path.stem)))
     if not reports:
         return 503, {"error": "no worker has reported ready yet", "status": 503}
     if all(marked):  # SIGTERM: a balancer that routes by this probe stops sending new connections here
