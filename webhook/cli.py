@@ -71,7 +71,8 @@ def certs(out: str, service: str, namespace: str, days: int, ca_dir: str | None)
 @click.option("--workers", default=os.cpu_count() or 1, show_default="one per core", type=click.IntRange(1, 64),
               help="Worker processes (policy evaluation scales with processes, not threads).")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256),
-              help="App threads per worker. regorus holds the GIL, so more threads add contention, not throughput.")
+              help="App threads per worker: under granian, for what must not block its event loop (probes, "
+                   "OPA over HTTP); under gunicorn, the request threads.")
 @click.option("--server", "server_kind", type=click.Choice(["granian", "gunicorn", "granian-flask"]),
               default="granian", show_default=True,
               help="granian: slow clients cannot starve it (docs/operators.md, Serving); kept for comparison: "

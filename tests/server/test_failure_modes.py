@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -186,6 +187,26 @@ def test_an_evaluation_past_its_deadline_is_stopped_answered_per_failure_mode_an
         fast = server.post("/validate", review(pod(annotations={"count": "10"}), uid=uid)).json()["response"]
         assert fast["allowed"] is True, fast
     assert server.session.get(server.url + "/healthz", timeout=2).status_code == 200
+
+
+def test_while_an_evaluation_runs_its_worker_answers_everything_else_even_with_one_app_thread(
+        tmp_path, start_server):
+    """The event loop hands an evaluation to the child and goes on: /mutate and /healthz on the same
+    worker are answered while it runs. (Before, every request waited for an app thread, and with one
+    app thread a slow evaluation held them all until its deadline.)"""
+    server = start_server(policies=with_rule(tmp_path, "slow", SLOW_RULE), workers=1, extra_args=("--threads", "1"),
+                          config_text=shipped_config(server={"evaluationTimeoutSeconds": 3}))
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(server.post, "/validate", review(pod(annotations={"count": "400000000"}), uid="slow-2"))
+        time.sleep(0.5)  # the evaluation is under way
+        for uid in ("meanwhile-1", "meanwhile-2"):
+            started = time.monotonic()
+            mutated = server.post("/mutate", review(pod(namespace="ml-training"), uid=uid))
+            assert mutated.status_code == 200 and time.monotonic() - started < 1.5, time.monotonic() - started
+            assert server.session.get(server.url + "/healthz", timeout=1.5).status_code == 200
+        assert not slow.done()
+        assert "took longer than server.evaluationTimeoutSeconds (3 s)" in slow.result().json()["response"]["status"][
+            "message"]
 
 
 def test_a_policy_set_slow_to_load_is_refused_at_start(tmp_path):

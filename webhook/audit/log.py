@@ -5,16 +5,18 @@ Each writer (one worker process of one replica) appends JSON Lines to its own ho
 sha256 of the previous record's line; a segment's first record links the writer's previous
 segment (or 64 zeros for a new writer), so a changed, removed or inserted line breaks the chain.
 
-Durability is group-committed without a writer thread: a request thread queues its record and
-takes the commit lock; whoever holds it writes everything queued so far in one ``write(2)`` and
-one ``fdatasync`` (both release the GIL), so records that arrive meanwhile ride on the next commit and
-their threads find them done. A failed write is truncated away so the segment never keeps a
-partial line, and every waiter gets an AuditError; a crash can still leave a torn last line,
-which ``vgate audit verify`` reports.
+Durability is group-committed: a caller queues its record and takes the commit lock; whoever
+holds it writes everything queued so far in one ``write(2)`` and one ``fdatasync`` (both release the
+GIL), so records that arrive meanwhile ride on the next commit and their callers find them done.
+A thread waits for the lock; an event loop (``record_async``) commits itself while commits are
+quick, and otherwise hands the commit to the syncer thread and awaits it. A failed write is
+truncated away so the segment never keeps a partial line, and every waiter gets an AuditError; a
+crash can still leave a torn last line, which ``vgate audit verify`` reports.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 import os
@@ -23,8 +25,9 @@ import secrets
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,9 @@ from ..core.errors import AuditError
 GENESIS = "0" * 64
 SEGMENT = re.compile(r"^decisions-(?P<writer>.+)-(?P<hour>\d{8}T\d{2})\.jsonl$")
 _WAIT_SECONDS = 10.0
+# An event loop commits its own records while the last commit took less than this (a local disk's
+# fdatasync takes ~0.15 ms); past it, the syncer thread commits so the loop is never held by a slow disk.
+INLINE_COMMIT_SECONDS = 0.002
 PROBE_BYTES = 64 * 1024  # the recovery probe's write: a batch of records' worth, so page tails do not count
 
 
@@ -48,7 +54,8 @@ def segment_writers(names: Iterable[str]) -> set[str]:
 @dataclass
 class _Pending:
     entry: dict[str, Any]
-    done: threading.Event = field(default_factory=threading.Event)
+    future: asyncio.Future[None] | None = None  # what an event loop awaits, settled by the commit that takes it
+    done: bool = False
     error: str | None = None
 
 
@@ -73,6 +80,25 @@ def append_whole(fd: int, data: bytes) -> None:
         raise
 
 
+def _settle_on(loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[None]]) -> None:
+    """Tell the records' awaiters on ``loop`` that their commit ended: at once on the loop's own
+    thread, with one wake-up from any other."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    try:
+        (loop.call_soon if loop is running else loop.call_soon_threadsafe)(_settle, futures)
+    except RuntimeError:
+        pass  # the loop closed meanwhile: nobody awaits these any more
+
+
+def _settle(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
 class DecisionLog:
     """Append-only, hash-chained, group-committed JSON Lines writer for one process."""
 
@@ -90,6 +116,9 @@ class DecisionLog:
         self._prev = GENESIS
         self._writer_pid, self._writer_token = 0, ""
         self.failure_balance = 0  # failures less successes (at least 0), kept by the gateway for /readyz
+        self._last_commit_seconds = 0.0
+        self._commit_started: float | None = None
+        self._syncer_wake: threading.Event | None = None
 
     def unwritable(self) -> str | None:
         """Why the log's directory takes no durable write of ``PROBE_BYTES`` now (a scratch file,
@@ -121,35 +150,107 @@ class DecisionLog:
 
     def record(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` (stamped with time and replica) and return once it is on disk."""
-        pending = _Pending({"time": self._clock().isoformat(timespec="microseconds"),
-                            "replica": self.replica, **entry})
-        with self._queue_lock:
-            self._queue.append(pending)
+        pending = self._queued(entry)
         if not self._commit_lock.acquire(timeout=_WAIT_SECONDS):
             raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s")
         try:
-            if not pending.done.is_set():  # else a commit that started after we queued took it
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                self._commit(batch)
+            self._commit_queue(pending)
         finally:
             self._commit_lock.release()
         if pending.error:
             raise AuditError(pending.error)
 
+    async def record_async(self, entry: dict[str, Any]) -> None:
+        """``record`` on the running event loop.
+
+        While commits take under INLINE_COMMIT_SECONDS (a local disk), the loop commits itself: no
+        thread is woken and none wakes the loop again (docs/operators.md, "Performance"). On a slower
+        disk, or while another commit runs, the syncer thread commits and the loop serves other
+        requests meanwhile; everything queued by then rides on that commit."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending = self._queued(entry, future)
+        if self._last_commit_seconds < INLINE_COMMIT_SECONDS and self._commit_lock.acquire(blocking=False):
+            try:
+                self._commit_queue(pending)
+            finally:
+                self._commit_lock.release()
+        else:
+            self._syncer().set()
+            try:
+                async with asyncio.timeout(_WAIT_SECONDS):
+                    await asyncio.shield(future)
+            except TimeoutError:
+                raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s") from None
+        if pending.error:
+            raise AuditError(pending.error)
+
+    def stalled_seconds(self) -> float:
+        """How long the commit in progress has been running (0 when none is): a disk that stopped
+        answering turns the replica unready (``Gateway.audit_unready``) even before a write fails."""
+        started = self._commit_started
+        return time.monotonic() - started if started is not None else 0.0
+
+    def _queued(self, entry: dict[str, Any], future: asyncio.Future[None] | None = None) -> _Pending:
+        pending = _Pending({"time": self._clock().isoformat(timespec="microseconds"),
+                            "replica": self.replica, **entry}, future)
+        with self._queue_lock:
+            self._queue.append(pending)
+        return pending
+
+    def _commit_queue(self, pending: _Pending) -> None:
+        """Commit everything queued, unless a commit that started after ``pending`` was queued took it
+        (commit lock held)."""
+        if not pending.done:
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+            self._commit(batch)
+
+    def _syncer(self) -> threading.Event:
+        """The event that wakes this process's syncer thread (started on first need)."""
+        if self._syncer_wake is None:
+            with self._queue_lock:
+                if self._syncer_wake is None:
+                    wake = threading.Event()
+                    threading.Thread(target=self._sync_forever, args=(wake,), name="vgate-syncer",
+                                     daemon=True).start()
+                    self._syncer_wake = wake
+        return self._syncer_wake
+
+    def _sync_forever(self, wake: threading.Event) -> None:
+        while True:
+            wake.wait()
+            wake.clear()  # a record queued from here on sets it again: no wake-up is lost
+            with self._commit_lock:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                if batch:
+                    self._commit(batch)
+
     def _commit(self, batch: list[_Pending]) -> None:
         """Write a batch to the segment(s) of its records' hours, fsync, release the waiters."""
+        self._commit_started = started = time.monotonic()
         groups: dict[str, list[_Pending]] = {}
         for pending in batch:  # a record belongs to the hour of its own time, even at a boundary
             groups.setdefault(hours.tag_of_timestamp(pending.entry["time"]), []).append(pending)
         for hour, pendings in sorted(groups.items()):
             try:
                 self._append(hour, pendings)
+                continue
             except OSError as exc:
-                for pending in pendings:
-                    pending.error = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
+                reason = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
+            except orjson.JSONEncodeError as exc:  # never raised out of a commit: its waiters would hang
+                reason = f"a decision record could not be written as JSON: {exc}"
+            for pending in pendings:
+                pending.error = reason
+        self._last_commit_seconds = time.monotonic() - started
+        self._commit_started = None
+        waiting: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for pending in batch:
-            pending.done.set()
+            pending.done = True
+            if pending.future is not None:
+                waiting.setdefault(pending.future.get_loop(), []).append(pending.future)
+        for loop, futures in waiting.items():
+            _settle_on(loop, futures)
 
     def _append(self, hour: str, pendings: list[_Pending]) -> None:
         fd = self._segment(hour)

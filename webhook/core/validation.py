@@ -15,7 +15,7 @@ from typing import Any
 
 from .admission import AdmissionRequest, Decision
 from .config import Config
-from .contract import PolicyEngine, PolicyResult
+from .contract import Evaluation, PolicyEngine, PolicyResult
 from .egress_judge import egress_facts
 from .enforcement import Outcome, enforce
 from .errors import EvaluationError, SparkSpecError
@@ -24,6 +24,7 @@ from .kinds import HANDLED_KINDS, entry_of
 from .pod_templates import named_for
 from .policy_exceptions import PolicyException
 from .size_limits import oversize
+from .steps import Steps, run
 from .workloads import is_exempt, labels_of
 
 
@@ -61,7 +62,19 @@ def _unjudged(request: AdmissionRequest, config: Config) -> Validation:
 
 def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, exceptions: Sequence[PolicyException],
              now: datetime, context: KindContext = NO_CONTEXT) -> Validation:
-    """Evaluate the policies on one request and decide, as its registry entry's handler says.
+    """``validation_steps`` with ``engine`` asked on this thread."""
+    return run(validation_steps(request, engine.revision, config, exceptions, now, context), engine.evaluate,
+               _records_nothing)
+
+
+def _records_nothing(entry: dict[str, Any]) -> None:
+    raise AssertionError("validation records nothing itself")
+
+
+def validation_steps(request: AdmissionRequest, revision: str, config: Config, exceptions: Sequence[PolicyException],
+                     now: datetime, context: KindContext = NO_CONTEXT) -> Steps[Validation]:
+    """Evaluate the policies on one request and decide, as its registry entry's handler says: each
+    judged object is yielded to be evaluated (``steps``), and an engine's failure thrown in.
 
     ``context`` is what the handler's ``context`` read of the cluster for it (a namespace's queue,
     a binding's pod and node, the labels a Spark executor inherits). A pod controller is evaluated
@@ -89,19 +102,21 @@ def validate(request: AdmissionRequest, engine: PolicyEngine, config: Config, ex
         egress = egress_facts(request, pods, context.network, config.placement)
         if egress is not None:  # judged once per request: with its first judged object
             judged[0] = with_input(judged[0], "egress", egress)
-        answers = [(item.title, engine.evaluate(item.evaluated)) for item in judged]
+        answers: list[tuple[str | None, Evaluation]] = []
+        for item in judged:
+            answers.append((item.title, (yield item.evaluated)))
     except SparkSpecError as refusal:  # its pods cannot be told, or it runs more executors than judged
         return Validation(Decision(allowed=False, code=403, message=f"vgate denied {request.kind} "
                                    f"{request.qualified_name}: {refusal}", audit_annotations={"refused": "spark-spec"}),
                           error=None)
     except Exception as exc:  # noqa: BLE001 - any engine failure is answered per the failure mode
         reason = str(exc) if isinstance(exc, EvaluationError) else f"{type(exc).__name__}: {exc}"
-        return _failed(request, reason, engine.revision, config.server.failure_mode)
+        return _failed(request, reason, revision, config.server.failure_mode)
     results = [named_for(answer.result, title) if title else answer.result for title, answer in answers]
     result = PolicyResult(tuple(v for r in results for v in r.deny), tuple(v for r in results for v in r.warn))
     outcomes = enforce(result, config, list(exceptions), namespace=request.namespace, name=request.name,
                        labels=labels_of(judged[0].obj), now=now)
-    decision = _decide(request, outcomes, engine.revision)
+    decision = _decide(request, outcomes, revision)
     decision.warnings += handler.warnings(request)
     return Validation(decision, outcomes, result, engine=answers[0][1].engine, fallback=answers[0][1].fallback,
                       egress=egress)

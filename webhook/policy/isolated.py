@@ -17,6 +17,7 @@ Frames on the pipes are a 4-byte big-endian length and an orjson payload.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import select
@@ -26,7 +27,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -37,6 +38,10 @@ from .sources import PolicySet
 
 EVALUATE, INTERPRET, INVENTORY, PING = b"E", b"I", b"D", b"P"
 PING_SECONDS = 1.0  # a child that answers no ping within this is stopped or wedged
+# The event loop writes frames up to this size itself: less than a pipe holds, so the write never
+# blocks the loop (a larger one, a Volcano Job of many tasks, is written from an app thread).
+LOOP_FRAME_BYTES = 60 * 1024
+GONE_WAIT_SECONDS = 0.1  # how long the loop waits to learn how a child that closed its pipe ended
 _READ_SIZE = 1 << 16  # a first read this size takes a usual frame whole; a 1 MiB one cost ~18 µs of allocation each
 log = logging.getLogger("vgate")
 
@@ -58,6 +63,7 @@ class IsolatedEngine:
         # The current child, if any (none after one was stopped, until the next evaluation starts one);
         # in a list so that one finalizer, which may not hold the engine, stops whichever it is then.
         self._children: list[_Child] = []
+        self._turns: asyncio.Lock | None = None  # made by the loop that first evaluates
         weakref.finalize(self, _stop_all, self._children)
         ready = self._start()
         self.name: str = ready["name"]
@@ -68,12 +74,96 @@ class IsolatedEngine:
         reply = self._exchange(EVALUATE + request.raw)
         return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
 
+    async def evaluate_async(self, request: EngineInput, offload: Callable[..., Awaitable[Any]]) -> Evaluation:
+        """``evaluate`` on the running event loop: the frame is written and the answer read as the pipe
+        turns readable, so no thread waits for the child and the loop serves other requests meanwhile
+        (docs/operators.md, "Performance"). The exchange runs to its end even if the request is
+        cancelled (a client gone): the pipe never holds a stale answer. What the loop cannot do without
+        blocking (no child running, one busy answering a ping, the cluster state to send first, a frame
+        larger than the pipe holds) is ``evaluate`` on an app thread (``offload``)."""
+        frame = EVALUATE + request.raw
+        if self._turns is None:
+            self._turns = asyncio.Lock()  # this loop's evaluations, one at a time and in order
+        turns = self._turns
+        await turns.acquire()
+        exchange = self._begin_exchange(frame, turns.release) if len(frame) <= LOOP_FRAME_BYTES else None
+        if exchange is None:
+            try:
+                return await offload(self.evaluate, request)
+            finally:
+                turns.release()
+        reply = await asyncio.shield(exchange)  # which gives the turn on when it ends, awaited or not
+        if "error" in reply:
+            raise EvaluationError(reply["error"])
+        return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
+
+    def _begin_exchange(self, frame: bytes, ended: Callable[[], None]) -> asyncio.Future[dict[str, Any]] | None:
+        """The child's reply to ``frame`` as a future of the running loop, the engine's lock held until it
+        settles, then ``ended`` called; None if the exchange cannot be done on the loop now (see
+        evaluate_async)."""
+        if not self._children or not self._inventory_sent() or not self._lock.acquire(blocking=False):
+            return None
+        child = self._children[0]
+        try:
+            write_frame(child.input, frame)  # fits the pipe's buffer, which the idle child has emptied: never blocks
+        except OSError:
+            self._lock.release()
+            return None  # the blocking path finds the child gone, says why and starts another
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        reply = FrameBuffer()
+
+        def settle(outcome: dict[str, Any] | None = None, failure: EvaluationError | None = None) -> None:
+            if future.done():  # the reply and the deadline in one turn of the loop: the first settles
+                return
+            loop.remove_reader(child.output)
+            timer.cancel()
+            if failure is not None:
+                _stop_all(self._children)
+            self._lock.release()
+            ended()
+            if failure is not None:
+                future.set_exception(failure)
+            else:
+                future.set_result(outcome or {})
+
+        def readable() -> None:
+            try:
+                data = os.read(child.output, reply.wanted())
+                whole = reply.add(data) if data else None
+            except (OSError, ValueError) as error:
+                settle(failure=EvaluationError(f"the policy evaluator exited during evaluation ({error})"))
+                return
+            if not data:
+                reason = child.exit_reason(wait=GONE_WAIT_SECONDS) or "closed its output"
+                settle(failure=EvaluationError(f"the policy evaluator exited during evaluation ({reason})"))
+            elif whole is not None:
+                settle(orjson.loads(whole))
+
+        def overdue() -> None:
+            settle(failure=EvaluationError(f"policy evaluation took longer than server.evaluationTimeoutSeconds "
+                                           f"({self._timeout:g} s) and was stopped"))
+
+        loop.add_reader(child.output, readable)
+        timer = loop.call_later(self._timeout, overdue)
+        return future
+
+    def _inventory_sent(self) -> bool:
+        """Whether the child has the cluster state's current version (or there is none to send)."""
+        return self.inventory is None or self.inventory()[0] == self._sent_version
+
     def evaluate_interpreted(self, request: EngineInput) -> PolicyResult:
         return parse_result(self._exchange(INTERPRET + request.raw)["answer"])
 
     def close(self) -> None:
-        with self._lock:
+        """Stop the child, once an exchange in progress has ended (or its deadline has passed: one
+        whose event loop closed before its answer came never ends)."""
+        locked = self._lock.acquire(timeout=self._timeout + PING_SECONDS)
+        try:
             _stop_all(self._children)
+        finally:
+            if locked:
+                self._lock.release()
 
     def check(self) -> str | None:
         """Why this engine cannot evaluate now (None when it can), asked with each readiness report.
@@ -166,15 +256,15 @@ class _Child:
         self._process = subprocess.Popen([sys.executable, "-m", "webhook.policy.evaluator"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         assert self._process.stdin is not None and self._process.stdout is not None
-        self._in = self._process.stdin.fileno()
-        self._out = self._process.stdout.fileno()
+        self.input = self._process.stdin.fileno()
+        self.output = self._process.stdout.fileno()
 
     def ask(self, payload: bytes, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         try:
-            write_frame(self._in, payload)
+            write_frame(self.input, payload)
         except OSError as error:
-            raise EvaluatorGone(self._exit_reason() or str(error)) from None
+            raise EvaluatorGone(self.exit_reason() or str(error)) from None
         reply: dict[str, Any] = orjson.loads(self._receive(deadline))
         return reply
 
@@ -182,11 +272,11 @@ class _Child:
         """The child's reply frame, each part waited for until the deadline."""
         def part(most: int) -> bytes:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._out], [], [], left)[0]:
+            if left <= 0 or not select.select([self.output], [], [], left)[0]:
                 raise EvaluatorTimeout()
-            data = os.read(self._out, most)
+            data = os.read(self.output, most)
             if not data:
-                raise EvaluatorGone(self._exit_reason() or "closed its output")
+                raise EvaluatorGone(self.exit_reason() or "closed its output")
             return data
 
         try:
@@ -196,9 +286,10 @@ class _Child:
         assert frame is not None  # part raises at the end of output
         return frame
 
-    def _exit_reason(self) -> str | None:
+    def exit_reason(self, wait: float = 1.0) -> str | None:
+        """How the child ended, if it ends within ``wait`` seconds."""
         try:
-            code = self._process.wait(timeout=1)
+            code = self._process.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             return None
         return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
@@ -225,18 +316,36 @@ def read_frame(fd: int) -> bytes | None:
 
 
 def _frame(read: Callable[[int], bytes]) -> bytes | None:
-    """A frame put together from ``read(most)``'s parts (empty at end of input: None), in as few
-    reads as it arrives in — one, mostly: a read for the header and one for the payload cost a
-    wake-up each. Each side sends a frame only once it has the answer to the one before, so
-    nothing is read past a frame's end."""
-    buffer, size = bytearray(), -1
-    while size < 0 or len(buffer) < 4 + size:
-        part = read(_READ_SIZE if size < 0 else 4 + size - len(buffer))
+    """A frame put together from ``read(most)``'s parts (empty at end of input: None)."""
+    frame = FrameBuffer()
+    while True:
+        part = read(frame.wanted())
         if not part:
             return None
-        buffer += part
-        if size < 0 and len(buffer) >= 4:
-            size = int.from_bytes(buffer[:4], "big")
-    if len(buffer) != 4 + size:
-        raise ValueError("a frame was sent before the answer to the last one")
-    return bytes(buffer[4:])
+        whole = frame.add(part)
+        if whole is not None:
+            return whole
+
+
+class FrameBuffer:
+    """One frame's parts as they arrive, in as few reads as it arrives in — one, mostly: a read for the
+    header and one for the payload cost a wake-up each. Each side sends a frame only once it has the
+    answer to the one before, so nothing is read past a frame's end."""
+
+    def __init__(self) -> None:
+        self._buffer, self._size = bytearray(), -1
+
+    def wanted(self) -> int:
+        """How much the next read should take."""
+        return _READ_SIZE if self._size < 0 else 4 + self._size - len(self._buffer)
+
+    def add(self, part: bytes) -> bytes | None:
+        """The frame's payload once ``part`` completes it; None while more is to come."""
+        self._buffer += part
+        if self._size < 0 and len(self._buffer) >= 4:
+            self._size = int.from_bytes(self._buffer[:4], "big")
+        if self._size < 0 or len(self._buffer) < 4 + self._size:
+            return None
+        if len(self._buffer) != 4 + self._size:
+            raise ValueError("a frame was sent before the answer to the last one")
+        return bytes(self._buffer[4:])

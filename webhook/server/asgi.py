@@ -1,12 +1,15 @@
 """The serving path: an ASGI app that reads each body on the event loop, bounded in size and time,
-and answers from the endpoint table (``endpoints``) on a few app threads.
+and answers /mutate and /validate on that loop (``Endpoints.answer_async``).
 
 Thread-per-request servers hand a connection to a thread as soon as its headers arrive, so a
 client that drips its body one byte a second holds a thread; a few such clients hold them all
 (measured in docs/operators.md, "Serving"). Here the event loop of granian's ASGI worker reads every
-body, for thousands of connections at once; only a complete body (or its refusal) reaches an app
-thread (``--threads`` per worker): one decodes and records while another waits for its evaluation
-or its fsync. No WSGI environ is built and no web framework runs on any request.
+body, for thousands of connections at once, and decides each complete one itself: it waits for the
+evaluator child's answer and for the decision record's sync without holding a thread, so no
+request is handed to another thread and back (each hand-off was two wake-ups: 0.85x the CPU of
+/mutate without them, docs/operators.md, "Performance"). What would block the loop (the probes, a
+refusal's record, OPA over HTTP, an evaluator child to start) runs on a few app threads
+(``--threads`` per worker). No WSGI environ is built and no web framework runs on any request.
 
 Bodies are bounded by ``server.maxBodyBytes``: a Content-Length over the limit is refused without
 reading the body, and any other body is read to the limit plus one byte at most (413 to both);
@@ -71,7 +74,7 @@ class AdmissionServer:
         elif oversized:
             answer = await self._threads.run(endpoints.too_large, method, path, started)
         else:
-            answer = await self._threads.run(endpoints.answer, method, path, body)
+            answer = await endpoints.answer_async(method, path, body, self._threads.run)
         await _send(send, answer)
 
 
@@ -85,9 +88,10 @@ async def _send(send: Send, answer: Answer) -> None:
 
 
 class AppThreads:
-    """A worker's app threads. A call goes over on a queue and its result comes back with one
-    ``call_soon_threadsafe``: ``run_in_executor`` wraps a concurrent future in an asyncio one and
-    chains the two, which cost ~30 µs more a request (docs/operators.md, "Performance")."""
+    """A worker's app threads, for what may block. A call goes over on a queue and its result comes
+    back with one ``call_soon_threadsafe``: ``run_in_executor`` wraps a concurrent future in an
+    asyncio one and chains the two, which cost ~30 µs more a request (docs/operators.md, "Performance").
+    They live as long as the worker: an evaluator child started from one is killed when its thread ends."""
 
     def __init__(self, count: int) -> None:
         self._calls: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any],

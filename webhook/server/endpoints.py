@@ -21,6 +21,7 @@ import orjson
 
 from ..core.errors import RequestError
 from ..forward.forwarder import read_status
+from .gateway import Offload
 from .metrics import Metrics
 from .reload import LiveGateway
 
@@ -75,11 +76,20 @@ class Endpoints:
             return error_answer(404, f"not found: {path} is not an endpoint of vgate")
         try:
             return handler(body)
-        except RequestError as error:  # recorded by the gateway before it raised
-            return error_answer(error.status, error.message)
-        except Exception:
-            log.exception("unhandled error on %s %s", method, path)
-            return error_answer(500, "internal error; see the vgate log")
+        except Exception as error:  # noqa: BLE001 - every failure is one line of JSON
+            return _failure(method, path, error)
+
+    async def answer_async(self, method: str, path: str, body: bytes, offload: Offload) -> Answer:
+        """``answer`` on the running event loop: /mutate and /validate there (``Gateway.answer_async``),
+        everything else on an app thread (``offload``)."""
+        endpoint = ADMISSION.get(path) if method == "POST" else None
+        if endpoint is None:
+            return await offload(self.answer, method, path, body)
+        try:
+            response = await self.live.current.answer_async(endpoint, body, offload)
+        except Exception as error:  # noqa: BLE001 - every failure is one line of JSON
+            return _failure(method, path, error)
+        return Answer(200, orjson.dumps(response))
 
     def refuse(self, method: str, path: str, error: RequestError, started: float | None = None) -> Answer:
         """The answer to a body that could not be read whole (408) or is too large (413); recorded
@@ -102,6 +112,13 @@ class Endpoints:
         gateway = self.live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
         response = gateway.mutate(body) if endpoint == "mutate" else gateway.validate(body)
         return Answer(200, orjson.dumps(response))
+
+
+def _failure(method: str, path: str, error: Exception) -> Answer:
+    if isinstance(error, RequestError):  # recorded by the gateway before it raised
+        return error_answer(error.status, error.message)
+    log.error("unhandled error on %s %s", method, path, exc_info=error)
+    return error_answer(500, "internal error; see the vgate log")
 
 
 def readyz(live: LiveGateway) -> Answer:

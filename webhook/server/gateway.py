@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,18 +20,21 @@ from ..audit.log import DecisionLog
 from ..cluster.state import ClusterState
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
 from ..core.config import Config
-from ..core.contract import PolicyEngine
+from ..core.contract import EngineInput, Evaluation, PolicyEngine
 from ..core.errors import AuditError, RequestError
 from ..core.kind_handler import NO_CLUSTER, ClusterView, KindContext
 from ..core.kinds import HANDLED_KINDS, AdmissionKind, PodSubresource, context_of, entry_of
 from ..core.mutation import mutate
 from ..core.patching import Mutation
 from ..core.policy_exceptions import PolicyException
-from ..core.validation import Validation, validate
+from ..core.steps import Record, Steps, run, run_async
+from ..core.validation import Validation, validation_steps
 from ..policy.isolated import IsolatedEngine
 from .metrics import Metrics
 
 log = logging.getLogger("vgate")
+# Runs ``call(*args)`` where it may block (an app thread) and awaits its result.
+Offload = Callable[..., Awaitable[Any]]
 
 
 @dataclass
@@ -54,9 +58,43 @@ class Gateway:
         return self.engine.revision
 
     def mutate(self, body: bytes) -> dict[str, Any]:
+        """Answer /mutate on this thread."""
+        return run(self.mutate_steps(body), self.engine.evaluate, self._record)
+
+    def validate(self, body: bytes) -> dict[str, Any]:
+        """Answer /validate on this thread."""
+        return run(self.validate_steps(body), self.engine.evaluate, self._record)
+
+    def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
+        """Record and count, on this thread, a request refused before any decision (HTTP 400/408/413)."""
+        run(self.refuse_steps(endpoint, error, started), self.engine.evaluate, self._record)
+
+    async def answer_async(self, endpoint: str, body: bytes, offload: Offload) -> dict[str, Any]:
+        """Answer /mutate or /validate on the running event loop: the evaluator child's answer and the
+        record's sync are awaited, not waited for by a thread. What must block (OPA over HTTP, a child to
+        start) is handed to ``offload``, which runs a call on an app thread."""
+        steps = self.mutate_steps(body) if endpoint == "mutate" else self.validate_steps(body)
+        engine = self.engine
+
+        async def evaluate(request: EngineInput) -> Evaluation:
+            if isinstance(engine, IsolatedEngine):
+                return await engine.evaluate_async(request, offload)
+            return await offload(engine.evaluate, request)
+
+        async def record(entry: dict[str, Any]) -> None:
+            assert self.decisions is not None  # a Record is yielded only with a decision log
+            await self.decisions.record_async(entry)
+
+        return await run_async(steps, evaluate, record)
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        assert self.decisions is not None  # a Record is yielded only with a decision log
+        self.decisions.record(entry)
+
+    def mutate_steps(self, body: bytes) -> Steps[dict[str, Any]]:
         """Answer /mutate. Anything unexpected allows the object unpatched (mutation is best effort)."""
         started = time.perf_counter()
-        request = self._decode("mutate", body, started)
+        request = yield from self._decode("mutate", body, started)
         error = None
         entry, context = self._context(request)
         try:
@@ -67,9 +105,10 @@ class Gateway:
             mutation, error = Mutation(), f"mutation failed: {exc}"
         decision = Decision(patch=mutation.patch, warnings=mutation.warnings if mutation.patch else [])
         outcome = "error" if error else "mutated" if mutation.patch else "allowed"
-        recorded = self._finish("mutate", request, decision, outcome, started, error=error,
-                                patch=mutation.paths, queue=mutation.queue, queueSource=mutation.queue_source,
-                                qosClasses=mutation.qos_classes, **self._recorded(entry, request, context))
+        recorded = yield from self._finish("mutate", request, decision, outcome, started, error=error,
+                                           patch=mutation.paths, queue=mutation.queue,
+                                           queueSource=mutation.queue_source, qosClasses=mutation.qos_classes,
+                                           **self._recorded(entry, request, context))
         answer = encode_response(request, decision if recorded else self._unrecorded(decision))
         if "patch" in answer["response"]:
             self.metrics.patch_bytes.inc(len(answer["response"]["patch"]))
@@ -115,13 +154,13 @@ class Gateway:
                         message="vgate could not record this decision in its decision log, and nothing is admitted "
                                 "unrecorded (audit.failureMode deny): see the vgate log")
 
-    def validate(self, body: bytes) -> dict[str, Any]:
+    def validate_steps(self, body: bytes) -> Steps[dict[str, Any]]:
         """Answer /validate; evaluation failures follow ``server.failureMode``."""
         started = time.perf_counter()
-        request = self._decode("validate", body, started)
+        request = yield from self._decode("validate", body, started)
         entry, context = self._context(request)
-        result = validate(request, self.engine, self.config, self.exceptions, now=datetime.now(timezone.utc),
-                          context=context)
+        result = yield from validation_steps(request, self.revision, self.config, self.exceptions,
+                                             now=datetime.now(timezone.utc), context=context)
         if result.engine:
             self.metrics.evaluations.labels(result.engine).inc()
         if result.fallback:
@@ -136,9 +175,9 @@ class Gateway:
             details.pop("drift", None)  # a refused node change moved nothing
         if entry is not None and result.decision.allowed and not result.exempt and not request.dry_run:
             entry.handler.admitted(request, self.view)
-        recorded = self._finish("validate", request, result.decision, _outcome(result), started,
-                                error=result.error, exempt=result.exempt, rules=_rule_results(result),
-                                exceptions=self._exceptions_used(result), egress=result.egress, **details)
+        recorded = yield from self._finish("validate", request, result.decision, _outcome(result), started,
+                                           error=result.error, exempt=result.exempt, rules=_rule_results(result),
+                                           exceptions=self._exceptions_used(result), egress=result.egress, **details)
         return encode_response(request, result.decision if recorded else self._unrecorded(result.decision))
 
     def _exceptions_used(self, result: Validation) -> list[dict[str, str]]:
@@ -146,28 +185,28 @@ class Gateway:
         used = {o.exception for o in result.outcomes if o.exception}
         return [exception.as_record() for exception in self.exceptions if exception.name in used] if used else []
 
-    def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
-        """Record and count a request refused before any decision (HTTP 400/413)."""
+    def refuse_steps(self, endpoint: str, error: RequestError, started: float | None = None) -> Steps[None]:
+        """Record and count a request refused before any decision (HTTP 400/408/413)."""
         self.metrics.errors.labels(endpoint, f"http_{error.status}").inc()
         self.metrics.requests.labels(endpoint, "", "", "error", "false").inc()
-        self._write({"endpoint": endpoint, "decision": "error", "httpStatus": error.status, "error": error.message,
-                     "policyRevision": self.revision, "latencyMs": _ms(started)})
+        yield from self._write({"endpoint": endpoint, "decision": "error", "httpStatus": error.status,
+                                "error": error.message, "policyRevision": self.revision, "latencyMs": _ms(started)})
 
-    def _decode(self, endpoint: str, body: bytes, started: float) -> AdmissionRequest:
+    def _decode(self, endpoint: str, body: bytes, started: float) -> Steps[AdmissionRequest]:
         self.metrics.request_bytes.labels(endpoint).inc(len(body))
         try:
             return decode_review(body, self.config.server.max_json_depth)
         except RequestError as error:
-            self.refuse(endpoint, error, started)
+            yield from self.refuse_steps(endpoint, error, started)
             raise
 
     def _finish(self, endpoint: str, request: AdmissionRequest, decision: Decision, outcome: str,
-                started: float, **details: Any) -> bool:
+                started: float, **details: Any) -> Steps[bool]:
         elapsed = time.perf_counter() - started
         self.metrics.latency.labels(endpoint).observe(elapsed)
         dry_run = str(request.dry_run).lower()
         kind = request.kind if request.kind in KNOWN_KINDS else "other"  # labels from a fixed set: bounded series
-        recorded = self._write({
+        recorded = yield from self._write({
             "endpoint": endpoint, "uid": request.uid, "user": request.user, "groups": list(request.groups),
             "operation": request.operation, "kind": f"{request.api_group_version}/{request.kind}",
             "resource": request.resource, **({"subResource": request.sub_resource} if request.sub_resource else {}),
@@ -184,12 +223,12 @@ class Gateway:
                 self.metrics.drift.labels(change["what"]).inc()
         return recorded
 
-    def _write(self, entry: dict[str, Any]) -> bool:
+    def _write(self, entry: dict[str, Any]) -> Steps[bool]:
         """Record one decision durably; False (logged and counted) if it could not be."""
         if self.decisions is None:
             return True
         try:
-            self.decisions.record(bounded(entry))
+            yield Record(bounded(entry))
         except AuditError as exc:
             log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
             self.metrics.errors.labels(entry["endpoint"], "audit").inc()
@@ -210,7 +249,12 @@ class Gateway:
         """Why this replica should take no traffic: its decision log failed more often than it succeeded,
         by the limit, and still takes no write. None when ready (recovering by itself once the volume is back)."""
         limit = self.config.audit.unready_after_failures
-        if self.decisions is None or self.decisions.failure_balance < limit:
+        if self.decisions is None:
+            return None
+        stalled = self.decisions.stalled_seconds()
+        if stalled > STALLED_COMMIT_SECONDS:
+            return f"decision log write in {self.decisions.directory} has not completed for {stalled:.0f}s"
+        if self.decisions.failure_balance < limit:
             return None
         reason = self.decisions.unwritable()
         if reason is None:
@@ -220,6 +264,9 @@ class Gateway:
                 f"({self.decisions.failure_balance} more writes failed than succeeded)")
 
 
+# A commit of the decision log running longer than this (a disk that stopped answering) makes the
+# replica unready at once: its waiters time out after as long, and the event loop may be the waiter.
+STALLED_COMMIT_SECONDS = 10.0
 # Every kind /validate or /mutate judges; anything else is counted as "other".
 KNOWN_KINDS = frozenset(kind for _, _, kind in HANDLED_KINDS)
 FIELD_LIMIT = 2048  # characters of one string the decision log keeps whole

@@ -6,6 +6,7 @@ including the failures that are hard to provoke end to end.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +48,21 @@ class FakeDecisionLog:
         self.failure_balance = 0
         self.directory = Path("/app/audit")
 
+        self.stalled = 0.0
+
     def unwritable(self) -> str | None:
         return "No space left on device" if self.broken else None
+
+    def stalled_seconds(self) -> float:
+        return self.stalled
 
     def record(self, entry: dict[str, Any]) -> None:
         if self.broken:
             raise AuditError("cannot write the decision log: No space left on device")
         self.records.append(entry)
+
+    async def record_async(self, entry: dict[str, Any]) -> None:
+        self.record(entry)
 
 
 DENIED = Evaluation(PolicyResult((Violation("security-privileged-container", "Pod: container c is privileged"),), ()),
@@ -200,3 +209,49 @@ def test_a_replica_whose_log_keeps_failing_is_unready_until_the_log_takes_writes
     log.broken = False  # the volume is back: the probe succeeds, the replica is ready, no record written
     assert gate.audit_unready() is None and log.records == []
     assert gate.validate(body(pod()))["response"]["allowed"] is True and len(log.records) == 1
+
+
+def on_the_loop(gate: Gateway, endpoint: str, sent: bytes) -> tuple[dict[str, Any], list[str]]:
+    """``gate``'s answer from its event-loop path, and the calls it handed to an app thread."""
+    offloaded: list[str] = []
+
+    async def offload(call: Any, *args: Any) -> Any:
+        offloaded.append(call.__name__)
+        return call(*args)
+
+    return asyncio.run(gate.answer_async(endpoint, sent, offload)), offloaded
+
+
+def comparable(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key != "latencyMs"}
+
+
+@pytest.mark.parametrize("answer", [DENIED, EvaluationError("data.vgate.main.result must be an object")])
+def test_the_event_loop_path_answers_and_records_as_the_blocking_one(answer):
+    """The same steps, waited for two ways: blocking (Flask, the offline commands) and on the event
+    loop (the ASGI path). An engine that is not the evaluator child (OPA over HTTP) is asked from an
+    app thread, never on the loop."""
+    blocking, looping = FakeDecisionLog(), FakeDecisionLog()
+    for endpoint, obj, handed in [("validate", pod(namespace="web"), ["evaluate"]),
+                                  ("mutate", pod(namespace="ml-training"), []),
+                                  ("validate", many_containers(257), [])]:  # denied before any rule runs
+        sent = body(obj)
+        expected = getattr(gateway(FakeEngine(answer), blocking), endpoint)(sent)
+        found, offloaded = on_the_loop(gateway(FakeEngine(answer), looping), endpoint, sent)
+        assert (found, offloaded) == (expected, handed)
+    assert len(looping.records) == 3
+    assert [comparable(r) for r in looping.records] == [comparable(r) for r in blocking.records]
+    with pytest.raises(RequestError):  # refused alike, and recorded alike
+        on_the_loop(gateway(FakeEngine(answer), looping), "validate", b"{broken")
+    assert looping.records[-1]["httpStatus"] == 400
+
+
+def test_a_commit_that_does_not_end_makes_the_replica_unready_before_any_write_fails():
+    """A disk that stopped answering: the commit in progress never returns, so no write fails and the
+    failure count never grows; the event loop may be the one waiting. Unready once it runs 10 s."""
+    log = FakeDecisionLog()
+    gate = gateway(FakeEngine(Evaluation(PolicyResult((), ()), "fake")), log)
+    log.stalled = 9.5
+    assert gate.audit_unready() is None
+    log.stalled = 12.4
+    assert gate.audit_unready() == "decision log write in /app/audit has not completed for 12s"
