@@ -238,8 +238,10 @@ class DecisionLog:
                 continue
             except OSError as exc:
                 reason = f"cannot write the decision log in {self.directory}: {exc.strerror or exc}"
-            except orjson.JSONEncodeError as exc:  # never raised out of a commit: its waiters would hang
+            except orjson.JSONEncodeError as exc:  # nothing is raised out of a commit: its waiters would hang
                 reason = f"a decision record could not be written as JSON: {exc}"
+            except Exception as exc:  # noqa: BLE001 - and the syncer thread would end
+                reason = f"cannot write the decision log in {self.directory}: {type(exc).__name__}: {exc}"
             for pending in pendings:
                 pending.error = reason
         self._last_commit_seconds = time.monotonic() - started

@@ -86,7 +86,11 @@ class IsolatedEngine:
             self._turns = asyncio.Lock()  # this loop's evaluations, one at a time and in order
         turns = self._turns
         await turns.acquire()
-        exchange = self._begin_exchange(frame, turns.release) if len(frame) <= LOOP_FRAME_BYTES else None
+        try:
+            exchange = self._begin_exchange(frame, turns.release) if len(frame) <= LOOP_FRAME_BYTES else None
+        except BaseException:
+            turns.release()
+            raise
         if exchange is None:
             try:
                 return await offload(self.evaluate, request)
@@ -101,7 +105,10 @@ class IsolatedEngine:
         """The child's reply to ``frame`` as a future of the running loop, the engine's lock held until it
         settles, then ``ended`` called; None if the exchange cannot be done on the loop now (see
         evaluate_async)."""
-        if not self._children or not self._inventory_sent() or not self._lock.acquire(blocking=False):
+        if not self._inventory_sent() or not self._lock.acquire(blocking=False):
+            return None
+        if not self._children:  # (looked at with the lock held: the readiness check replaces children under it)
+            self._lock.release()
             return None
         child = self._children[0]
         try:
@@ -109,6 +116,15 @@ class IsolatedEngine:
         except OSError:
             self._lock.release()
             return None  # the blocking path finds the child gone, says why and starts another
+        try:
+            return self._await_reply(child, ended)
+        except BaseException:  # the child has a frame whose answer nobody will read: it goes
+            _stop_all(self._children)
+            self._lock.release()
+            raise
+
+    def _await_reply(self, child: _Child, ended: Callable[[], None]) -> asyncio.Future[dict[str, Any]]:
+        """The reply to the frame ``child`` was just sent, read as it arrives (see _begin_exchange)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         reply = FrameBuffer()

@@ -205,3 +205,35 @@ def test_a_reply_is_assembled_from_any_parts_it_arrives_in():
     assert [frame.add(part) for part in parts] == [None, None, payload]
     with pytest.raises(ValueError):
         isolated.FrameBuffer().add(data + b"extra")
+
+
+def test_an_unexpected_failure_starting_an_exchange_wedges_no_later_evaluation(config, monkeypatch):
+    """A failure before the frame is sent (the cluster state could not be read) or after (the loop
+    could not watch the pipe) fails that request; the next ones are evaluated, not left waiting for a
+    turn or a lock nobody gives back. A child that was sent a frame nobody will read is replaced."""
+    engine = engine_for(POLICIES, config)
+    offload = Offload()
+
+    def unreadable() -> tuple[int, dict[str, Any]]:
+        raise RuntimeError("the cluster state could not be read")
+
+    async def failing_then_fine(where: str) -> Any:
+        with pytest.raises(RuntimeError, match=where):
+            await engine.evaluate_async(asked(pod()), offload)
+        monkeypatch.undo()
+        return await asyncio.wait_for(engine.evaluate_async(asked(pod()), offload), 10)
+
+    try:
+        monkeypatch.setattr(engine, "inventory", unreadable)
+        assert on_loop(lambda: failing_then_fine("cluster state")).engine == "rvm"
+        assert offload.calls == []  # the same child, on the loop
+        [child] = engine._children
+
+        def unwatchable(*args: Any) -> Any:
+            raise RuntimeError("the pipe could not be watched")
+
+        monkeypatch.setattr(engine, "_await_reply", unwatchable)
+        assert on_loop(lambda: failing_then_fine("could not be watched")).engine == "rvm"
+        assert offload.calls == ["evaluate"] and engine._children[0] is not child  # a new child
+    finally:
+        engine.close()
