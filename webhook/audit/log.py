@@ -80,6 +80,10 @@ def append_whole(fd: int, data: bytes) -> None:
         raise
 
 
+def _not_completed() -> AuditError:
+    return AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s")
+
+
 def _settle_on(loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[None]]) -> None:
     """Tell the records' awaiters on ``loop`` that their commit ended: at once on the loop's own
     thread, with one wake-up from any other."""
@@ -152,7 +156,7 @@ class DecisionLog:
         """Append ``entry`` (stamped with time and replica) and return once it is on disk."""
         pending = self._queued(entry)
         if not self._commit_lock.acquire(timeout=_WAIT_SECONDS):
-            raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s")
+            raise _not_completed()
         try:
             self._commit_queue(pending)
         finally:
@@ -180,7 +184,7 @@ class DecisionLog:
                 async with asyncio.timeout(_WAIT_SECONDS):
                     await asyncio.shield(future)
             except TimeoutError:
-                raise AuditError(f"decision log write did not complete within {_WAIT_SECONDS:.0f}s") from None
+                raise _not_completed() from None
         if pending.error:
             raise AuditError(pending.error)
 
@@ -201,8 +205,13 @@ class DecisionLog:
         """Commit everything queued, unless a commit that started after ``pending`` was queued took it
         (commit lock held)."""
         if not pending.done:
-            with self._queue_lock:
-                batch, self._queue = self._queue, []
+            self._commit_queued()
+
+    def _commit_queued(self) -> None:
+        """Commit everything queued so far, if anything is (commit lock held)."""
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        if batch:
             self._commit(batch)
 
     def _syncer(self) -> threading.Event:
@@ -221,10 +230,7 @@ class DecisionLog:
             wake.wait()
             wake.clear()  # a record queued from here on sets it again: no wake-up is lost
             with self._commit_lock:
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                if batch:
-                    self._commit(batch)
+                self._commit_queued()
 
     def _commit(self, batch: list[_Pending]) -> None:
         """Write a batch to the segment(s) of its records' hours, fsync, release the waiters."""

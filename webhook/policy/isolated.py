@@ -71,8 +71,7 @@ class IsolatedEngine:
 
     def evaluate(self, request: EngineInput) -> Evaluation:
         """The child's answer within the deadline; EvaluationError if it fails or takes longer."""
-        reply = self._exchange(EVALUATE + request.raw)
-        return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
+        return _evaluation(self._exchange(EVALUATE + request.raw))
 
     async def evaluate_async(self, request: EngineInput, offload: Callable[..., Awaitable[Any]]) -> Evaluation:
         """``evaluate`` on the running event loop: the frame is written and the answer read as the pipe
@@ -97,9 +96,7 @@ class IsolatedEngine:
             finally:
                 turns.release()
         reply = await asyncio.shield(exchange)  # which gives the turn on when it ends, awaited or not
-        if "error" in reply:
-            raise EvaluationError(reply["error"])
-        return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
+        return _evaluation(_checked(reply))
 
     def _begin_exchange(self, frame: bytes, ended: Callable[[], None]) -> asyncio.Future[dict[str, Any]] | None:
         """The child's reply to ``frame`` as a future of the running loop, the engine's lock held until it
@@ -224,9 +221,7 @@ class IsolatedEngine:
             except EvaluatorGone as gone:
                 _stop_all(self._children)
                 raise EvaluationError(f"the policy evaluator exited during evaluation ({gone})") from None
-        if "error" in reply:
-            raise EvaluationError(reply["error"])
-        return reply
+        return _checked(reply)
 
     def _send_inventory(self) -> None:
         """The cluster state to the child, when it changed since the child last had it (lock held)."""
@@ -257,6 +252,17 @@ class IsolatedEngine:
         self._children[:] = [child]
         self._sent_version = -1  # a new child has no inventory yet
         return ready
+
+
+def _checked(reply: dict[str, Any]) -> dict[str, Any]:
+    """The child's reply, or the EvaluationError it reports."""
+    if "error" in reply:
+        raise EvaluationError(reply["error"])
+    return reply
+
+
+def _evaluation(reply: dict[str, Any]) -> Evaluation:
+    return Evaluation(parse_result(reply["answer"]), reply["engine"], reply.get("fallback"))
 
 
 def _stop_all(children: list[_Child]) -> None:

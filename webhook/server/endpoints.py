@@ -82,7 +82,7 @@ class Endpoints:
     async def answer_async(self, method: str, path: str, body: bytes, offload: Offload) -> Answer:
         """``answer`` on the running event loop: /mutate and /validate there (``Gateway.answer_async``),
         everything else on an app thread (``offload``)."""
-        endpoint = ADMISSION.get(path) if method == "POST" else None
+        endpoint = _admission_endpoint(method, path)
         if endpoint is None:
             return await offload(self.answer, method, path, body)
         try:
@@ -94,7 +94,7 @@ class Endpoints:
     def refuse(self, method: str, path: str, error: RequestError, started: float | None = None) -> Answer:
         """The answer to a body that could not be read whole (408) or is too large (413); recorded
         and counted when it was meant for an admission endpoint."""
-        endpoint = ADMISSION.get(path) if method == "POST" else None
+        endpoint = _admission_endpoint(method, path)
         if endpoint is None:
             return self.answer(method, path, b"")  # not an admission request: its body does not matter
         self.live.current.refuse(endpoint, error, started)
@@ -112,6 +112,11 @@ class Endpoints:
         gateway = self.live.current  # one gateway for the whole request, even if a reload swaps it meanwhile
         response = gateway.mutate(body) if endpoint == "mutate" else gateway.validate(body)
         return Answer(200, orjson.dumps(response))
+
+
+def _admission_endpoint(method: str, path: str) -> str | None:
+    """The admission endpoint (``mutate``, ``validate``) a request is for; None for any other."""
+    return ADMISSION.get(path) if method == "POST" else None
 
 
 def _failure(method: str, path: str, error: Exception) -> Answer:

@@ -27,7 +27,7 @@ from ..core.kinds import HANDLED_KINDS, AdmissionKind, PodSubresource, context_o
 from ..core.mutation import mutate
 from ..core.patching import Mutation
 from ..core.policy_exceptions import PolicyException
-from ..core.steps import Record, Steps, run, run_async
+from ..core.steps import Record, Steps, T, run, run_async
 from ..core.validation import Validation, validation_steps
 from ..policy.isolated import IsolatedEngine
 from .metrics import Metrics
@@ -59,15 +59,15 @@ class Gateway:
 
     def mutate(self, body: bytes) -> dict[str, Any]:
         """Answer /mutate on this thread."""
-        return run(self.mutate_steps(body), self.engine.evaluate, self._record)
+        return self._run(self.mutate_steps(body))
 
     def validate(self, body: bytes) -> dict[str, Any]:
         """Answer /validate on this thread."""
-        return run(self.validate_steps(body), self.engine.evaluate, self._record)
+        return self._run(self.validate_steps(body))
 
     def refuse(self, endpoint: str, error: RequestError, started: float | None = None) -> None:
         """Record and count, on this thread, a request refused before any decision (HTTP 400/408/413)."""
-        run(self.refuse_steps(endpoint, error, started), self.engine.evaluate, self._record)
+        self._run(self.refuse_steps(endpoint, error, started))
 
     async def answer_async(self, endpoint: str, body: bytes, offload: Offload) -> dict[str, Any]:
         """Answer /mutate or /validate on the running event loop: the evaluator child's answer and the
@@ -87,9 +87,13 @@ class Gateway:
 
         return await run_async(steps, evaluate, record)
 
-    def _record(self, entry: dict[str, Any]) -> None:
-        assert self.decisions is not None  # a Record is yielded only with a decision log
-        self.decisions.record(entry)
+    def _run(self, steps: Steps[T]) -> T:
+        """``steps`` on this thread: the engine asked and each record written by blocking calls."""
+        def record(entry: dict[str, Any]) -> None:
+            assert self.decisions is not None  # a Record is yielded only with a decision log
+            self.decisions.record(entry)
+
+        return run(steps, self.engine.evaluate, record)
 
     def mutate_steps(self, body: bytes) -> Steps[dict[str, Any]]:
         """Answer /mutate. Anything unexpected allows the object unpatched (mutation is best effort)."""
