@@ -23,6 +23,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +285,19 @@ class PodRelease:
     def stop_one(self, index: int) -> None:
         """The kubelet's stop of a deleted pod: SIGTERM, SIGKILL after the grace period (30 s by default)."""
         podman("stop", "-t", "30", self.container(index), check=False, timeout=60)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Every replica frozen (the cgroup freezer) while the block runs, thawed after: nothing
+        more enters the hour's segments, as once the hour has closed. Heartbeats (one a minute per
+        worker) would otherwise land in the hour a test's report writer has just signed."""
+        for index in range(self.replicas):
+            podman("pod", "pause", f"{self.fullname}-{index}")
+        try:
+            yield
+        finally:
+            for index in range(self.replicas):
+                podman("pod", "unpause", f"{self.fullname}-{index}", check=False)
 
     def exec(self, index: int, *command: str) -> subprocess.CompletedProcess[str]:
         return podman("exec", self.container(index), *command, check=False)
