@@ -71,7 +71,8 @@ def decode_review(body: bytes, max_depth: int) -> AdmissionRequest:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise RequestError(400, f"malformed JSON: {exc}") from exc
-    _check_depth(review, max_depth)
+    if depth_bound(body) > max_depth:
+        _check_depth(review, max_depth)
     if not isinstance(review, dict):
         raise RequestError(400, "body is not an AdmissionReview: expected a JSON object")
     if review.get("kind") != "AdmissionReview":
@@ -148,6 +149,19 @@ def encode_response(request: AdmissionRequest, decision: Decision) -> dict[str, 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def depth_bound(body: bytes) -> int:
+    """A bound on the nesting depth of the JSON in ``body``, read from its bytes at C speed.
+
+    Along the deepest path every container but the last holds the next, so it is not empty: the
+    depth is at most one more than the non-empty containers. Each of those opens with a ``{`` or
+    ``[`` not followed at once by its close; a ``{}`` or ``[]`` pair is an empty container or text
+    in a string, and a bracket in a string only raises the count. A body whose bound is within the
+    limit (most pods, bindings and PodGroups: managedFields' ``{}`` leaves do not count) needs no
+    walk: ~1 µs against ~15 for the walk of a 4.5 KB pod.
+    """
+    return body.count(b"{") + body.count(b"[") - body.count(b"{}") - body.count(b"[]") + 1
 
 
 def _check_depth(document: Any, max_depth: int) -> None:
