@@ -117,7 +117,7 @@ def diff_managed(original: dict[str, Any], mutated: dict[str, Any], fields: list
     added: set[FieldPath] = set()  # checked by each path's prefixes: linear in the fields, however many
     for path in fields:
         target = _lookup(mutated, path)
-        if target is _MISSING or any(path[:depth] in added for depth in range(1, len(path) + 1)):
+        if target is _MISSING or (added and any(path[:depth] in added for depth in range(1, len(path) + 1))):
             continue
         node: Any = original
         for depth, key in enumerate(path):
