@@ -152,16 +152,12 @@ def _text(value: Any) -> str:
 
 
 def depth_bound(body: bytes) -> int:
-    """A bound on the nesting depth of the JSON in ``body``, read from its bytes at C speed.
-
-    Along the deepest path every container but the last holds the next, so it is not empty: the
-    depth is at most one more than the non-empty containers. Each of those opens with a ``{`` or
-    ``[`` not followed at once by its close; a ``{}`` or ``[]`` pair is an empty container or text
-    in a string, and a bracket in a string only raises the count. A body whose bound is within the
-    limit (most pods, bindings and PodGroups: managedFields' ``{}`` leaves do not count) needs no
-    walk: ~1 µs against ~15 for the walk of a 4.5 KB pod.
-    """
-    return body.count(b"{") + body.count(b"[") - body.count(b"{}") - body.count(b"[]") + 1
+    """A bound on the nesting depth of the JSON in ``body``: its ``{`` and ``[`` bytes. Every
+    container opens with one (a bracket in a string only raises the count), so a body with no more
+    of them than the limit needs no walk: ~3 µs to count in a 4.5 KB pod, against ~14 µs to walk it.
+    (Discounting ``{}`` and ``[]`` pairs, empty containers, would pass bodies with managedFields too,
+    but costs ~8 µs more: as much as it would save.)"""
+    return body.count(b"{") + body.count(b"[")
 
 
 def _check_depth(document: Any, max_depth: int) -> None:

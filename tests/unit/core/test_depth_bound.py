@@ -67,8 +67,7 @@ def test_deep_bodies_are_refused_whether_or_not_the_walk_runs() -> None:
             decode_review(body, deepest - 1)
 
 
-def test_empty_containers_and_bracketed_text_are_what_the_bound_discounts() -> None:
-    assert depth_bound(b'{"a":{},"b":[],"c":"{}[]"}') == 2  # only the root is a non-empty container
-    assert depth_bound(b'{"a":{"b":{"c":[1]}}}') == 5
-    assert depth_bound(b'{"a":"{{{["}') == 6  # text only raises it
-    assert depth_bound(b"1") == 1
+def test_the_bound_is_the_brackets_that_open() -> None:
+    assert depth_bound(b'{"a":{},"b":[],"c":"{}[]"}') == 5  # text counts too: a bound, not the depth
+    assert depth_bound(b'{"a":{"b":{"c":[1]}}}') == 4
+    assert depth_bound(b"1") == 0
