@@ -171,14 +171,15 @@ class DecisionLog:
         thread is woken and none wakes the loop again (docs/operators.md, "Performance"). On a slower
         disk, or while another commit runs, the syncer thread commits and the loop serves other
         requests meanwhile; everything queued by then rides on that commit."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        pending = self._queued(entry, future)
         if self._last_commit_seconds < INLINE_COMMIT_SECONDS and self._commit_lock.acquire(blocking=False):
-            try:
+            try:  # no future: nothing awaits a commit made here and now
+                pending = self._queued(entry)
                 self._commit_queue(pending)
             finally:
                 self._commit_lock.release()
         else:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            pending = self._queued(entry, future)
             self._syncer().set()
             try:
                 async with asyncio.timeout(_WAIT_SECONDS):
