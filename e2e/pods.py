@@ -291,9 +291,9 @@ class PodRelease:
         """Every replica frozen (the cgroup freezer) while the block runs, thawed after: nothing
         more enters the hour's segments, as once the hour has closed. Heartbeats (one a minute per
         worker) would otherwise land in the hour a test's report writer has just signed."""
-        for index in range(self.replicas):
-            podman("pod", "pause", f"{self.fullname}-{index}")
-        try:
+        try:  # a replica that fails to pause thaws the ones paused before it
+            for index in range(self.replicas):
+                podman("pod", "pause", f"{self.fullname}-{index}")
             yield
         finally:
             for index in range(self.replicas):
