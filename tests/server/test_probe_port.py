@@ -72,3 +72,35 @@ def test_ready_only_while_every_live_worker_recently_said_so(tmp_path):
     assert _aggregate(tmp_path)[0] == 200 and not (tmp_path / f"{dead}.json").exists()
     report(os.getppid(), 200, revision="r2")  # one worker has reloaded, the other not yet: both named
     assert _aggregate(tmp_path)[1]["policyRevisions"] == ["r1", "r2"]
+
+
+def test_each_probe_answer_leaves_in_one_write(tmp_path, monkeypatch):
+    """The status line and the body go out together: a master ending between two writes (its SIGTERM's
+    last moments) left a prober a 503 whose body never came (http.client.IncompleteRead), not a whole
+    answer or a closed connection."""
+    import socket
+
+    from webhook.server.probe_port import serve_probes
+
+    port = free_port()
+    writes: list[int] = []
+    for name in ("send", "sendall"):
+        original = getattr(socket.socket, name)
+
+        def counted(sock, data, *args, _original=original):
+            if sock.getsockname()[1] == port:  # the probe port's side of a connection, not the client's
+                writes.append(len(data))
+            return _original(sock, data, *args)
+        monkeypatch.setattr(socket.socket, name, counted)
+    status = tmp_path / "status"
+    status.mkdir()
+    server = serve_probes(f"127.0.0.1:{port}", status)
+    try:
+        for path, code in (("/readyz", 503), ("/healthz", 200), ("/nowhere", 404)):
+            writes.clear()
+            answer = requests.get(f"http://127.0.0.1:{port}{path}", timeout=5)
+            assert answer.status_code == code and answer.json()["status"] in (code, "ok"), answer.text
+            assert len(writes) == 1 and writes[0] > len(answer.content), (path, writes)
+    finally:
+        server.shutdown()
+        server.server_close()

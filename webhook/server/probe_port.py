@@ -57,6 +57,10 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
     """Start the probe port's server in a daemon thread of this (the master) process."""
     class Handler(BaseHTTPRequestHandler):
         timeout = 10  # a slow client holds one thread for at most this long
+        # Buffered, so an answer leaves in one write (at the flush in _send): unbuffered, the headers
+        # went out before the body, and a master ending between the two (SIGTERM's last moments)
+        # left a prober a status line whose body never came, not a closed connection.
+        wbufsize = 1 << 16
 
         def do_GET(self) -> None:  # the name http.server calls
             if self.path == "/metrics":
@@ -80,6 +84,7 @@ def serve_probes(bind: str, status_dir: Path) -> ThreadingHTTPServer:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+            self.wfile.flush()
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds: not logged
             return
