@@ -43,3 +43,60 @@ def test_a_signal_taken_by_another_thread_of_the_master_stops_it(start_server, s
     except subprocess.TimeoutExpired:
         pytest.fail(f"{signal.Signals(signum).name} to thread {threads[-1]} of the master was not acted on")
     assert "shutdown completed" in server.output(), server.output()[-2000:]  # granian stopped as it should
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (its workers, their evaluator children), from /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = set(), [root]
+    while frontier:
+        parent = frontier.pop()
+        children = {pid for pid, ppid in parents.items() if ppid == parent} - found
+        found |= children
+        frontier.extend(children)
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether any thread of ``pid`` is alive and not a zombie. A killed process's first thread turns
+    zombie while its others still exit, and its descriptors (the listening socket) close with the last."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False
+    states = []
+    for task in tasks:
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue
+    return any(state != "Z" for state in states)
+
+
+def test_a_master_killed_outright_takes_its_workers_and_their_evaluators_with_it(start_server):
+    """SIGKILL (a supervisor's last word, the OOM killer) runs no handler of the master's: each worker
+    asked the kernel to end it with the master, and each evaluator child with its worker, so nothing
+    goes on serving the port unsupervised and without the probe port."""
+    import socket
+    import time
+
+    server = start_server(workers=2)
+    below = descendants(server.process.pid)
+    assert len(below) >= 4, below  # two workers, an evaluator child each
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in below if running(pid)]
+    for pid in left:  # not for later tests to meet
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "left running after the master was killed"
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", server.port), timeout=3):
+        pass

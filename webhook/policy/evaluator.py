@@ -11,8 +11,6 @@ to kill it when its parent dies, so an endless evaluation cannot outlive the wor
 
 from __future__ import annotations
 
-import ctypes
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import orjson
 
 from ..core.errors import EvaluationError, PolicyError
 from .isolated import INTERPRET, INVENTORY, PING, read_frame, write_frame
+from .parent_death import die_with_parent
 from .regorus_engine import RegorusEngine
 from .sources import PolicySet
 
@@ -40,7 +39,7 @@ WARM_UP = orjson.dumps({
 
 
 def main() -> None:
-    _die_with_parent()
+    die_with_parent()
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     sys.stdout = sys.stderr  # nothing but frames may reach the parent's pipe
     first = read_frame(stdin)
@@ -82,14 +81,6 @@ def answer(engine: RegorusEngine, frame: bytes) -> dict[str, Any]:
         return {"answer": result, "engine": name, "fallback": fallback}
     except EvaluationError as error:
         return {"error": str(error)}
-
-
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: the kernel kills this process when the worker that started it exits."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 if __name__ == "__main__":

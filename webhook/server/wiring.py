@@ -11,6 +11,7 @@ before the workers start, so an invalid file stops start-up.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ..files.exception_files import load_configured_exceptions
 from ..forward.forwarder import Forwarder
 from ..policy.isolated import IsolatedEngine
 from ..policy.opa import OpaEngine
+from ..policy.parent_death import die_with_parent
 from ..policy.sources import load_policy_set
 from ..reports.anchor_place import anchor_path
 from ..reports.schedule import ReportScheduler
@@ -160,6 +162,9 @@ def wsgi_app_from_environment() -> Flask:
 
 
 def _settings_from_runtime() -> Settings:
+    """A granian worker's settings, from the folder its master wrote; the worker dies with the master."""
+    master = multiprocessing.parent_process()
+    die_with_parent(master.pid if master is not None else None)
     runtime = RuntimeDir.current()
     if runtime is None:
         raise RuntimeError(f"{RUNTIME_DIR_ENV} is not set: granian's workers are started by `vgate serve`")
