@@ -124,6 +124,16 @@ def admission_review(obj: dict[str, Any]) -> bytes:
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds (user + system, reaped children included) of a process and all its descendants,
     from /proc: the server's master, workers and evaluator children, not the client."""
+    return sum(tree_cpu_by_role(root).values())
+
+
+ROLES = ("master", "workers", "evaluators")
+
+
+def tree_cpu_by_role(root: int) -> dict[str, float]:
+    """``tree_cpu_seconds`` by role: the master (``root``), the evaluator children (by their command
+    line) and the workers (every other descendant). What a request costs at load, part by part:
+    the child's share there is not its share run serially (bench/latency_split.py)."""
     parents: dict[int, int] = {}
     spent: dict[int, float] = {}
     ticks = os.sysconf("SC_CLK_TCK")
@@ -143,7 +153,20 @@ def tree_cpu_seconds(root: int) -> float:
             if ppid == parent and pid not in tree:
                 tree.add(pid)
                 frontier.append(pid)
-    return sum(spent.get(pid, 0.0) for pid in tree)
+    found = dict.fromkeys(ROLES, 0.0)
+    for pid in tree:
+        found[_role(pid, root)] += spent.get(pid, 0.0)
+    return found
+
+
+def _role(pid: int, root: int) -> str:
+    if pid == root:
+        return "master"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "workers"
+    return "evaluators" if b"webhook.policy.evaluator" in command else "workers"
 
 
 def _field(pattern: str, output: str) -> str:
@@ -164,9 +187,10 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
             payload = Path(scratch) / "body.json"
             payload.write_bytes(body)
             command += ["-p", str(payload), "-T", "application/json"]
-        before = tree_cpu_seconds(server_pid)
+        before = tree_cpu_by_role(server_pid)
         output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
-        cpu_us = (tree_cpu_seconds(server_pid) - before) / requests * 1e6
+        after = tree_cpu_by_role(server_pid)
+        by_role = {role: (after[role] - before[role]) / requests * 1e6 for role in ROLES}
         failed = int(_field(r"Failed requests:\s+(\d+)", output))
         non_2xx = re.search(r"Non-2xx responses:\s+(\d+)", output)
         if failed or non_2xx:
@@ -177,7 +201,8 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
             "rps": float(_field(r"Requests per second:\s+([\d.]+)", output)),
             "p50_ms": float(rows["50"]),
             "p99_ms": float(rows["99"]),
-            "cpu_us": cpu_us,
+            "cpu_us": sum(by_role.values()),
+            **{f"cpu_us_{role}": us for role, us in by_role.items()},
         }
 
 
@@ -314,6 +339,11 @@ def main() -> None:
                 f"{name:39s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms"
                 f"   server CPU {r['cpu_us']:6.0f} us/request   (rounds: {spread} req/s; {cpu} us)"
             )
+        for name, kind, *_ in targets:
+            if kind == "granian":
+                r = results[name]
+                print(f"{name:39s} server CPU by role: " + ", ".join(
+                    f"{role} {r[f'cpu_us_{role}']:.0f}" for role in ROLES) + " us/request (medians)")
         floors = {kind: results[next(n for n, k, p, _ in targets if k == kind and p == "/healthz")]
                   for kind in servers}
         for name, kind, path, _ in targets:
