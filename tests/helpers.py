@@ -275,29 +275,31 @@ def trusted(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "tls": {**values.get("tls", {}), "caBundle": test_ca_bundle()}}
 
 
-def evaluator_children(root: int) -> list[int]:
-    """The pids of the evaluator children under process ``root`` (its workers' children)."""
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (a server's workers, their evaluator children), from /proc."""
     parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                command = (entry / "cmdline").read_bytes()
             except (OSError, IndexError, ValueError):
                 continue
-            if b"webhook.policy.evaluator" not in command:
-                parents.pop(int(entry.name))
+    found: set[int] = set()
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        children = {pid for pid, ppid in parents.items() if ppid == parent} - found
+        found |= children
+        frontier.extend(children)
+    return found
 
-    def under(pid: int) -> bool:
-        path = Path(f"/proc/{pid}/stat")
-        while pid > 1:
-            try:
-                pid = int(path.read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                return False
-            if pid == root:
-                return True
-            path = Path(f"/proc/{pid}/stat")
-        return False
 
-    return sorted(pid for pid in parents if under(pid))
+def evaluator_children(root: int) -> list[int]:
+    """The pids of the evaluator children under process ``root`` (its workers' children)."""
+    def evaluator(pid: int) -> bool:
+        try:
+            return b"webhook.policy.evaluator" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    return sorted(pid for pid in descendants(root) if evaluator(pid))

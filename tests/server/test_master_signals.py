@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_port
+from helpers import descendants, free_port
 
 SYS_TGKILL = 234  # x86-64
 
@@ -43,24 +43,6 @@ def test_a_signal_taken_by_another_thread_of_the_master_stops_it(start_server, s
     except subprocess.TimeoutExpired:
         pytest.fail(f"{signal.Signals(signum).name} to thread {threads[-1]} of the master was not acted on")
     assert "shutdown completed" in server.output(), server.output()[-2000:]  # granian stopped as it should
-
-
-def descendants(root: int) -> set[int]:
-    """Every process below ``root`` (its workers, their evaluator children), from /proc."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, frontier = set(), [root]
-    while frontier:
-        parent = frontier.pop()
-        children = {pid for pid, ppid in parents.items() if ppid == parent} - found
-        found |= children
-        frontier.extend(children)
-    return found
 
 
 def running(pid: int) -> bool:
