@@ -71,12 +71,11 @@ PARTS = ("decode", "evaluator round trip", "engine (RVM)", "decision record + fd
 
 def timed(call: Callable[[], Any], calls: int) -> tuple[float, float]:
     """Wall and CPU (this process) µs per call of ``call``, after a few unmeasured ones."""
-    for _ in range(min(20, calls)):
-        call()
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(calls):
-        call()
-    return (time.perf_counter() - wall) / calls * 1e6, (time.process_time() - cpu) / calls * 1e6
+    def repeat(times: int) -> None:
+        for _ in range(times):
+            call()
+
+    return per_call(repeat, calls)
 
 
 def timed_async(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[Any]],
@@ -86,9 +85,14 @@ def timed_async(loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[An
         for _ in range(times):
             await call()
 
-    loop.run_until_complete(repeat(min(20, calls)))
+    return per_call(lambda times: loop.run_until_complete(repeat(times)), calls)
+
+
+def per_call(repeat: Callable[[int], Any], calls: int) -> tuple[float, float]:
+    """Wall and CPU (this process) µs per call of ``repeat(calls)``, after ``repeat`` of a few unmeasured ones."""
+    repeat(min(20, calls))
     wall, cpu = time.perf_counter(), time.process_time()
-    loop.run_until_complete(repeat(calls))
+    repeat(calls)
     return (time.perf_counter() - wall) / calls * 1e6, (time.process_time() - cpu) / calls * 1e6
 
 
