@@ -55,7 +55,6 @@ deny contains failure(where, "non-default capabilities", concat("; ", parts), "b
 deny contains failure(where, "unrestricted capabilities", concat("; ", parts), "restricted") if {
 	at_least(22)
 	some where, group in container_groups
-	not windows_exempt(group.spec)
 	undropped := [c.name |
 		some c in group.containers
 		not "ALL" in object.get(c, ["securityContext", "capabilities", "drop"], [])
@@ -67,6 +66,7 @@ deny contains failure(where, "unrestricted capabilities", concat("; ", parts), "
 	]
 	parts := array.concat(drop_all_part(undropped), beyond)
 	count(parts) > 0
+	not windows_exempt(group.spec)
 }
 
 added_part(name, extra) := sprintf("container %q must not include %s in securityContext.capabilities.add", [

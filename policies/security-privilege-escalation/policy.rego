@@ -30,11 +30,11 @@ import data.vgate.lib.pss.windows_exempt
 deny contains failure(where, "allowPrivilegeEscalation != false", detail, "restricted") if {
 	at_least(8)
 	some where, group in container_groups
-	not windows_exempt(group.spec)
 	names := [c.name |
 		some c in group.containers
 		object.get(c, ["securityContext", "allowPrivilegeEscalation"], null) != false
 	]
 	count(names) > 0
+	not windows_exempt(group.spec)
 	detail := sprintf("%s must set securityContext.allowPrivilegeEscalation=false", [containers_named(names)])
 }

@@ -38,15 +38,15 @@ detail(bad) := sprintf("%s must not set securityContext.procMount to %s", [
 
 deny contains failure(where, "procMount", detail(bad), "baseline") if {
 	some where, group in container_groups
-	not user_namespace_relaxed(group.spec)
 	bad := unmasked(group)
 	count(bad) > 0
+	not user_namespace_relaxed(group.spec)
 }
 
 deny contains failure(where, "procMount", detail(bad), "restricted") if {
 	at_least(35)
 	some where, group in container_groups
-	user_namespace_relaxed(group.spec)
 	bad := unmasked(group)
 	count(bad) > 0
+	user_namespace_relaxed(group.spec)
 }

@@ -32,17 +32,16 @@ setting(context) := object.get(context, "runAsNonRoot", null)
 # Pod or containers explicitly false.
 deny contains failure(where, "runAsNonRoot != true", detail, "restricted") if {
 	some where, group in container_groups
-	not user_namespace_relaxed(group.spec)
 	pod_set := setting(object.get(group.spec, "securityContext", {})) == false
 	names := [c.name | some c in group.containers; setting(object.get(c, "securityContext", {})) == false]
 	true in [pod_set, count(names) > 0]
+	not user_namespace_relaxed(group.spec)
 	detail := sprintf("%s must not set securityContext.runAsNonRoot=false", [setters(pod_set, names)])
 }
 
 # Nothing explicitly false, but neither the pod nor every container says true.
 deny contains failure(where, "runAsNonRoot != true", detail, "restricted") if {
 	some where, group in container_groups
-	not user_namespace_relaxed(group.spec)
 	pod := setting(object.get(group.spec, "securityContext", {}))
 	pod != false
 	every c in group.containers {
@@ -50,5 +49,6 @@ deny contains failure(where, "runAsNonRoot != true", detail, "restricted") if {
 	}
 	names := [c.name | some c in group.containers; setting(object.get(c, "securityContext", {})) == null; pod != true]
 	count(names) > 0
+	not user_namespace_relaxed(group.spec)
 	detail := sprintf("pod or %s must set securityContext.runAsNonRoot=true", [containers_named(names)])
 }

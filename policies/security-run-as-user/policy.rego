@@ -29,9 +29,9 @@ import data.vgate.lib.pss.user_namespace_relaxed
 deny contains failure(where, "runAsUser=0", detail, "restricted") if {
 	at_least(23)
 	some where, group in container_groups
-	not user_namespace_relaxed(group.spec)
 	pod_set := object.get(group.spec, ["securityContext", "runAsUser"], null) == 0
 	names := [c.name | some c in group.containers; object.get(c, ["securityContext", "runAsUser"], null) == 0]
 	true in [pod_set, count(names) > 0]
+	not user_namespace_relaxed(group.spec)
 	detail := sprintf("%s must not set runAsUser=0", [setters(pod_set, names)])
 }

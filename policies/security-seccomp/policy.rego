@@ -96,11 +96,11 @@ deny contains failure(judged.where, "seccompProfile", forbidden_annotations(bad)
 deny contains failure(where, "seccompProfile", detail, "restricted") if {
 	at_least(19)
 	some where, group in container_groups
-	not windows_exempt(group.spec)
 	not pod_type(group.spec) in valid_types
 	not explicitly_bad(pod_type(group.spec))
 	names := [c.name | some c in group.containers; container_type(c) == ""]
 	count(names) > 0
+	not windows_exempt(group.spec)
 	detail := sprintf("pod or %s must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"", [
 		containers_named(names),
 	])
