@@ -73,15 +73,17 @@ allowed_queues := sort([name |
 ])
 
 deny contains msg if {
+	# regal ignore:pointless-reassignment
+	queue := named_queue # binds it: with no queue named there is nothing to refuse, found before any message
 	judged
-	not definitions[named_queue]
+	not definitions[queue]
 	msg := sprintf(
 		concat("", [
 			"%s names Volcano queue %q, which the gateway does not know: use one of %v or name none ",
 			"(a queue Volcano takes from the namespace's scheduling.volcano.sh/queue-name annotation must be ",
 			"defined in queues.definitions and mapped in queues.byNamespace)",
 		]),
-		[obj.kind, named_queue, allowed_queues],
+		[obj.kind, queue, allowed_queues],
 	)
 }
 
