@@ -23,7 +23,7 @@ from webhook.policy.rvm_guard import guard_assignments
 from webhook.policy.sources import load_policy_set
 
 from corpus import corpus_pods, corpus_volcano_jobs, fixture_pod
-from helpers import POLICIES, copy_policies, pod, review, yaml_documents
+from helpers import POLICIES, RESTRICTED_SPEC, copy_policies, pod, review, yaml_documents
 
 # Each rule is a case of `x := ...` where the right side may be undefined, in every kind of query.
 GAP_CASES = """package gap
@@ -195,6 +195,43 @@ def shipped_engine(config):
 
 def test_the_shipped_catalogue_compiles_for_the_rvm(shipped_engine):
     assert shipped_engine.name == "rvm" and shipped_engine.rvm_refusal is None
+
+
+def with_contexts(pod_context: dict[str, Any], container: dict[str, Any]) -> dict[str, Any]:
+    """The restricted pod with ``pod_context`` merged into its securityContext and ``container`` into its container."""
+    spec = copy.deepcopy(RESTRICTED_SPEC)
+    spec["securityContext"].update(pod_context)
+    spec["containers"][0].update(container)
+    return pod(**spec)
+
+
+def rvm_rules(engine: RegorusEngine, obj: dict[str, Any]) -> set[str]:
+    answer = engine.evaluate(EngineInput.of(review(obj)))
+    assert answer.engine == "rvm", answer.fallback
+    return {violation.rule for violation in answer.result.deny}
+
+
+@pytest.mark.parametrize("odd", [None, "spc_t", [], 0, {}])
+def test_a_pods_odd_selinux_options_hide_no_containers_forbidden_type(engine, odd):
+    """security-selinux skips the lookups of an empty seLinuxOptions: only of one equal to ``{}``. A
+    pod-level value that is null or no object (a Volcano Job's template keeps what it is sent) must
+    not make the rule undefined and so hide a container's forbidden type. (The interpreter refuses
+    to judge such a value at all, answered per failureMode; the RVM, like OPA, judges it.)"""
+    container = {"securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                     "seLinuxOptions": {"type": "spc_t"}}}
+    assert "security-selinux" in rvm_rules(engine, with_contexts({"seLinuxOptions": odd}, container))
+    assert "security-selinux" not in rvm_rules(engine, with_contexts({"seLinuxOptions": odd}, {}))
+
+
+@pytest.mark.parametrize("odd", [None, "x", [], 0, {}])
+def test_a_probe_that_is_no_object_hides_no_other_probes_host(engine, odd):
+    """security-host-probes looks for a host only in the handlers a container sets, and only in those
+    that are objects: an odd one has none, as a full path through it had none, and another's is found."""
+    probes = {"livenessProbe": odd, "readinessProbe": {"httpGet": {"host": "10.0.0.1", "port": 80}}}
+    assert "security-host-probes" in rvm_rules(engine, with_contexts({}, probes))
+    alone = EngineInput.of(review(with_contexts({}, {"livenessProbe": odd})))
+    for result in (engine.evaluate(alone).result, engine.evaluate_interpreted(alone)):  # no engine refuses to judge it
+        assert "security-host-probes" not in {violation.rule for violation in result.deny}
 
 
 def test_rvm_and_interpreter_agree_on_mixtures_of_the_samples(engine):
