@@ -65,6 +65,15 @@ def compile_program(policy_set: PolicySet, data: dict[str, Any]) -> bytes:
         raise policy_error(exc, ENTRY_FILE) from None
 
 
+def loaded_rvm(program: bytes, data: dict[str, Any]) -> Any:
+    """An RVM running ``program`` (``compile_program``'s bytes) against ``data``, for the calling thread only."""
+    loaded, _ = regorus.Program.deserialize_binary(program)
+    vm = regorus.Rvm()
+    vm.load_program(loaded)
+    vm.set_data_json(json.dumps(data))
+    return vm
+
+
 def policy_error(exc: BaseException, default_file: str) -> PolicyError:
     """Turn a regorus error (with its Rust backtrace) into file, line and a one-line reason."""
     text = str(exc).split("Stack backtrace:")[0].strip()
@@ -171,10 +180,7 @@ class _ThreadEngines:
         self.data_version = 0
         self.vm: Any = None
         if program is not None:
-            loaded, _ = regorus.Program.deserialize_binary(program)
-            self.vm = regorus.Rvm()
-            self.vm.load_program(loaded)
-            self.vm.set_data_json(json.dumps(data))
+            self.vm = loaded_rvm(program, data)
 
     def run_vm(self, input_json: str) -> tuple[dict[str, Any] | None, str | None]:
         """The RVM's result object, or None and why: it stopped (instruction budget) or found it undefined.
