@@ -24,10 +24,10 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
-
-import regorus
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -35,6 +35,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from webhook.files.config_file import DEFAULT_CONFIG_PATH, load_config  # noqa: E402
 from webhook.policy import rvm_guard  # noqa: E402
 from webhook.policy.entry import ENTRY_FILE, ENTRY_RESULT, entry_module  # noqa: E402
+from webhook.policy.regorus_engine import loaded_rvm  # noqa: E402
 from webhook.policy.sources import PolicySet, decision_rules, load_policy_set  # noqa: E402
 
 from load import admission_review, realistic_pod  # noqa: E402
@@ -45,10 +46,7 @@ WHOLE, NONE = "whole catalogue", "entry with no package"
 def loaded_vm(policy_set: PolicySet, rules: dict[str, set[str]], data: dict[str, Any], document: str) -> Any:
     """An RVM with the catalogue limited to ``rules``' packages compiled in, and ``document`` as its input."""
     program = rvm_guard.compile_program([*policy_set.files, (ENTRY_FILE, entry_module(rules))], data, [ENTRY_RESULT])
-    loaded, _ = regorus.Program.deserialize_binary(program)
-    vm = regorus.Rvm()
-    vm.load_program(loaded)
-    vm.set_data_json(json.dumps(data))
+    vm = loaded_rvm(program, data)
     vm.set_input_json(document)
     vm.execute_entry_point(ENTRY_RESULT)
     return vm
@@ -63,21 +61,18 @@ def variants(policy_set: PolicySet, data: dict[str, Any], document: str) -> dict
     return found
 
 
-def lowest_per_call(vms: dict[str, Any], document: str, rounds: int, calls: int) -> dict[str, float]:
-    """Each variant's lowest per-call thread CPU (µs) over ``rounds`` rounds in random order; and the input's."""
-    times: dict[str, list[float]] = {name: [] for name in [*vms, "input"]}
+def lowest_per_call(timed: dict[str, Callable[[], Any]], rounds: int, calls: int) -> dict[str, float]:
+    """Each call's lowest per-call thread CPU (µs) over ``rounds`` rounds, the calls in random order each round."""
+    times: dict[str, list[float]] = {name: [] for name in timed}
     shuffled = random.Random(39)
     for _ in range(rounds):
-        names = [*vms, "input"]
+        names = list(timed)
         shuffled.shuffle(names)
         for name in names:
-            vm = vms[WHOLE if name == "input" else name]
+            call = timed[name]
             started = time.thread_time()
             for _ in range(calls):
-                if name == "input":
-                    vm.set_input_json(document)
-                else:
-                    vm.execute_entry_point(ENTRY_RESULT)
+                call()
             times[name].append((time.thread_time() - started) / calls * 1e6)
     return {name: min(spent) for name, spent in times.items()}
 
@@ -101,8 +96,11 @@ def main() -> None:
     args = parser.parse_args()
     document = args.input.read_text() if args.input else admission_review(realistic_pod()).decode()
     data = {"vgate": {"config": load_config(str(DEFAULT_CONFIG_PATH)).document}}  # as RegorusEngine gives it
-    rows = table(lowest_per_call(variants(load_policy_set(args.policies), data, document), document,
-                                 args.rounds, args.calls))
+    vms = variants(load_policy_set(args.policies), data, document)
+    timed: dict[str, Callable[[], Any]] = {name: partial(vm.execute_entry_point, ENTRY_RESULT)
+                                           for name, vm in vms.items()}
+    timed["input"] = partial(vms[WHOLE].set_input_json, document)
+    rows = table(lowest_per_call(timed, args.rounds, args.calls))
     print(f"{'':48s} {'µs':>7s} {'share':>6s}")
     for name, spent, share in rows:
         print(f"{name:48s} {spent:7.1f} {share:6.1%}")

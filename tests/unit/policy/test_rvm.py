@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import regorus
 
-from webhook.core.contract import EngineInput
+from webhook.core.contract import EngineInput, PolicyResult
 from webhook.offline.admit import admit
 from webhook.policy.regorus_engine import RegorusEngine
 from webhook.policy.rvm_guard import guard_assignments
@@ -205,10 +205,14 @@ def with_contexts(pod_context: dict[str, Any], container: dict[str, Any]) -> dic
     return pod(**spec)
 
 
+def denied(result: PolicyResult) -> set[str]:
+    return {violation.rule for violation in result.deny}
+
+
 def rvm_rules(engine: RegorusEngine, obj: dict[str, Any]) -> set[str]:
     answer = engine.evaluate(EngineInput.of(review(obj)))
     assert answer.engine == "rvm", answer.fallback
-    return {violation.rule for violation in answer.result.deny}
+    return denied(answer.result)
 
 
 @pytest.mark.parametrize("odd", [None, "spc_t", [], 0, {}])
@@ -231,7 +235,7 @@ def test_a_probe_that_is_no_object_hides_no_other_probes_host(engine, odd):
     assert "security-host-probes" in rvm_rules(engine, with_contexts({}, probes))
     alone = EngineInput.of(review(with_contexts({}, {"livenessProbe": odd})))
     for result in (engine.evaluate(alone).result, engine.evaluate_interpreted(alone)):  # no engine refuses to judge it
-        assert "security-host-probes" not in {violation.rule for violation in result.deny}
+        assert "security-host-probes" not in denied(result)
 
 
 def test_rvm_and_interpreter_agree_on_mixtures_of_the_samples(engine):
