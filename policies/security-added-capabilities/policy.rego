@@ -22,10 +22,10 @@ package vgate.rules.security_added_capabilities
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.windows_exempt
 
@@ -53,7 +53,7 @@ deny contains failure(where, "non-default capabilities", concat("; ", parts), "b
 
 # Restricted: what the baseline result above does not already say.
 deny contains failure(where, "unrestricted capabilities", concat("; ", parts), "restricted") if {
-	at_least(22)
+	minor >= 22
 	some where, group in container_groups
 	undropped := [c.name |
 		some c in group.containers

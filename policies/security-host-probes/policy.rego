@@ -21,10 +21,10 @@ package vgate.rules.security_host_probes
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.plural
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.uses
@@ -47,7 +47,7 @@ hosts(container) := {host |
 }
 
 deny contains failure(where, "probe or lifecycle host", detail, "baseline") if {
-	at_least(34)
+	minor >= 34
 	some where, group in container_groups
 	names := [c.name | some c in group.containers; count(hosts(c)) > 0]
 	count(names) > 0

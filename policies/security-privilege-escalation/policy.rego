@@ -21,14 +21,14 @@ package vgate.rules.security_privilege_escalation
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.windows_exempt
 
 deny contains failure(where, "allowPrivilegeEscalation != false", detail, "restricted") if {
-	at_least(8)
+	minor >= 8
 	some where, group in container_groups
 	names := [c.name |
 		some c in group.containers

@@ -31,3 +31,9 @@ test_windows_pods_are_exempt_from_v1_25 if {
 	count(testing.denials_under(rule, windows, testing.at_version("v1.24"))) == 1
 	count(testing.denials_under(rule, windows, testing.at_version("v1.7"))) == 0
 }
+
+test_judged_from_v1_8 if {
+	unset := testing.restricted([{"op": "remove", "path": "/containers/0/securityContext/allowPrivilegeEscalation"}])
+	count(testing.denials_under(rule, unset, testing.at_version("v1.7"))) == 0
+	count(testing.denials_under(rule, unset, testing.at_version("v1.8"))) == 1
+}

@@ -19,10 +19,10 @@ package vgate.rules.security_proc_mount
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.user_namespace_relaxed
 
@@ -44,7 +44,7 @@ deny contains failure(where, "procMount", detail(bad), "baseline") if {
 }
 
 deny contains failure(where, "procMount", detail(bad), "restricted") if {
-	at_least(35)
+	minor >= 35
 	some where, group in container_groups
 	bad := unmasked(group)
 	count(bad) > 0

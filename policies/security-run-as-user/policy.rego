@@ -20,14 +20,14 @@ package vgate.rules.security_run_as_user
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.setters
 import data.vgate.lib.pss.user_namespace_relaxed
 
 deny contains failure(where, "runAsUser=0", detail, "restricted") if {
-	at_least(23)
+	minor >= 23
 	some where, group in container_groups
 	pod_set := object.get(group.spec, ["securityContext", "runAsUser"], null) == 0
 	names := [c.name | some c in group.containers; object.get(c, ["securityContext", "runAsUser"], null) == 0]

@@ -23,10 +23,10 @@ package vgate.rules.security_seccomp
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.containers_named
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.setters
 import data.vgate.lib.pss.windows_exempt
@@ -34,20 +34,12 @@ import data.vgate.lib.workload.judged_specs
 
 valid_types := {"RuntimeDefault", "Localhost"}
 
-pod_type(spec) := object.get(spec, ["securityContext", "seccompProfile", "type"], "")
-
-container_type(container) := object.get(container, ["securityContext", "seccompProfile", "type"], "")
+profile_type := ["securityContext", "seccompProfile", "type"]
 
 explicitly_bad(type) if {
 	type != ""
 	not type in valid_types
 }
-
-# Total (true or false), for use as a value. (Not `count([1 | ...]) > 0`: the RVM finds an empty
-# comprehension without iteration undefined.)
-bad_flag(type) if explicitly_bad(type)
-
-bad_flag(type) := false if not explicitly_bad(type)
 
 # The alpha annotations, judged below v1.19.
 forbidden_annotations(bad) := sprintf("forbidden annotations %s", [concat(", ", sort(bad))])
@@ -64,25 +56,26 @@ seccomp_annotation(key) if key == annotation_pod
 
 seccomp_annotation(key) if startswith(key, annotation_container_prefix)
 
-# Baseline from v1.19: nothing explicitly Unconfined (or any other type).
+# Baseline from v1.19: nothing explicitly Unconfined (or any other type). The types are read once per
+# spec (each call costs the RVM a few µs); most pods set none, and their check ends at the count.
 deny contains failure(where, "seccompProfile", detail, "baseline") if {
-	at_least(19)
+	minor >= 19
 	some where, group in container_groups
-	pod_set := bad_flag(pod_type(group.spec))
-	names := [c.name | some c in group.containers; explicitly_bad(container_type(c))]
-	true in [pod_set, count(names) > 0]
-	types := sort({t |
-		some t in array.concat([pod_type(group.spec)], [container_type(c) | some c in group.containers])
-		explicitly_bad(t)
-	})
+	pod := object.get(group.spec, profile_type, "")
+	bad := {type |
+		some type in array.concat([pod], [object.get(c, profile_type, "") | some c in group.containers])
+		explicitly_bad(type)
+	}
+	count(bad) > 0
+	names := [c.name | some c in group.containers; object.get(c, profile_type, "") in bad]
 	detail := sprintf("%s must not set securityContext.seccompProfile.type to %s", [
-		setters(pod_set, names), quoted(types),
+		setters(pod in bad, names), quoted(sort(bad)),
 	])
 }
 
 # Baseline below v1.19: the alpha annotations.
 deny contains failure(judged.where, "seccompProfile", forbidden_annotations(bad), "baseline") if {
-	not at_least(19)
+	minor < 19
 	some judged in judged_specs
 	bad := [sprintf("%s=%q", [key, value]) |
 		some key, value in judged.metadata.annotations
@@ -92,13 +85,13 @@ deny contains failure(judged.where, "seccompProfile", forbidden_annotations(bad)
 	count(bad) > 0
 }
 
-# Restricted: set, not merely not Unconfined. What baseline refuses is not said twice.
+# Restricted: set, not merely not Unconfined. What baseline refuses is not said twice: a pod-level
+# type that is neither valid nor explicitly bad is "" (unset).
 deny contains failure(where, "seccompProfile", detail, "restricted") if {
-	at_least(19)
+	minor >= 19
 	some where, group in container_groups
-	not pod_type(group.spec) in valid_types
-	not explicitly_bad(pod_type(group.spec))
-	names := [c.name | some c in group.containers; container_type(c) == ""]
+	object.get(group.spec, profile_type, "") == ""
+	names := [c.name | some c in group.containers; object.get(c, profile_type, "") == ""]
 	count(names) > 0
 	not windows_exempt(group.spec)
 	detail := sprintf("pod or %s must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"", [

@@ -26,6 +26,24 @@ test_denies_unconfined_at_baseline if {
 	}
 }
 
+test_baseline_names_only_who_set_a_forbidden_type if {
+	pod_only := testing.restricted([
+		{"op": "add", "path": "/securityContext/seccompProfile", "value": {"type": "Unconfined"}},
+		{"op": "add", "path": "/containers/0/securityContext/seccompProfile", "value": {"type": "RuntimeDefault"}},
+	])
+	testing.levels(rule, pod_only) == {
+		`Pod: seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline",
+	}
+	two := without_pod_profile([{"op": "add", "path": "/containers/-", "value": {
+		"name": "sidecar", "image": "registry.example.com/sidecar:1",
+		"securityContext": {"seccompProfile": {"type": "Unconfined"}},
+	}}])
+	testing.levels(rule, two) == {
+		`Pod: seccompProfile (container "sidecar" must not set securityContext.seccompProfile.type to "Unconfined")`: "baseline",
+		`Pod: seccompProfile (pod or container "main" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`: "restricted",
+	}
+}
+
 test_restricted_requires_a_profile_on_the_pod_or_every_container if {
 	testing.levels(rule, without_pod_profile([])) == {
 		`Pod: seccompProfile (pod or container "main" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`: "restricted",

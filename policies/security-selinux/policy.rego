@@ -20,15 +20,15 @@ package vgate.rules.security_selinux
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.container_groups
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.pss.quoted
 import data.vgate.lib.pss.setters
 
-allowed_types := {"", "container_t", "container_init_t", "container_kvm_t"} if not at_least(31)
+allowed_types := {"", "container_t", "container_init_t", "container_kvm_t"} if minor < 31
 
-allowed_types := {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"} if at_least(31)
+allowed_types := {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"} if minor >= 31
 
 # What an seLinuxOptions object sets that the standard forbids: "type \"spc_t\"", "user \"root\"", ...
 # Nothing, without a look at each field, when it is empty (as most pods' and containers' are): the

@@ -15,8 +15,8 @@ package vgate.rules.security_sysctls
 import rego.v1
 
 # Helpers one by one, not `import data.vgate.lib.workload`: regorus evaluates a whole package imported by name.
-import data.vgate.lib.pss.at_least
 import data.vgate.lib.pss.failure
+import data.vgate.lib.pss.minor
 import data.vgate.lib.workload.judged_specs
 
 # pod-security admission's sysctlsAllowedV1Dot0 .. V1Dot37: each name with the version it became safe in.
@@ -37,7 +37,7 @@ safe_since := {
 	"net.ipv4.tcp_notsent_lowat": 37,
 }
 
-safe(name) if at_least(safe_since[name])
+safe(name) if minor >= safe_since[name]
 
 deny contains failure(judged.where, "forbidden sysctls", concat(", ", names), "baseline") if {
 	some judged in judged_specs
