@@ -41,7 +41,7 @@ deny contains msg if {
 
 deny contains msg if {
 	is_sensitive
-	count(template_zones) > 0
+	count(template_zones) > 1 # one template's single zone cannot differ from itself
 	every found in template_zones {
 		count(found) == 1
 	}

@@ -33,16 +33,8 @@ valid_types := {"RuntimeDefault", "Localhost"}
 
 annotation_prefix := "container.apparmor.security.beta.kubernetes.io/"
 
-confined(type) if type in valid_types
-
-# Total (true or false), for use as a value. (Not `count([1 | ...]) > 0`: the RVM finds an empty
-# comprehension without iteration undefined.)
-unconfined(type) := false if confined(type)
-
-unconfined(type) if not confined(type)
-
-# The profile type of a pod's or a container's securityContext; unset counts as the runtime's default.
-profile(holder) := object.get(holder, ["securityContext", "appArmorProfile", "type"], "RuntimeDefault")
+# Where a pod's or a container's securityContext sets its profile type; unset counts as the runtime's default.
+profile_type := ["securityContext", "appArmorProfile", "type"]
 
 valid_annotation(value) if value in {"", "runtime/default"}
 
@@ -50,15 +42,15 @@ valid_annotation(value) if startswith(value, "localhost/")
 
 deny contains failure(where, "forbidden AppArmor profile", detail, "baseline") if {
 	some where, group in container_groups
-	pod_set := unconfined(profile(group.spec))
-	names := [c.name | some c in group.containers; not confined(profile(c))]
-	true in [pod_set, count(names) > 0]
-	types := sort({t |
-		some t in array.concat([profile(group.spec)], [profile(c) | some c in group.containers])
-		not confined(t)
-	})
+	pod := object.get(group.spec, profile_type, "RuntimeDefault")
+	bad := {type |
+		some type in array.concat([pod], [object.get(c, profile_type, "RuntimeDefault") | some c in group.containers])
+		not type in valid_types
+	}
+	count(bad) > 0
+	names := [c.name | some c in group.containers; object.get(c, profile_type, "RuntimeDefault") in bad]
 	detail := sprintf("%s must not set securityContext.appArmorProfile.type to %s", [
-		setters(pod_set, names), quoted(types),
+		setters(pod in bad, names), quoted(sort(bad)),
 	])
 }
 

@@ -26,6 +26,23 @@ test_denies_unconfined_on_pod_or_container if {
 	}
 }
 
+test_names_only_who_set_a_forbidden_profile if {
+	pod_only := testing.restricted([
+		{"op": "add", "path": "/securityContext/appArmorProfile", "value": {"type": "Unconfined"}},
+		{"op": "add", "path": "/containers/0/securityContext/appArmorProfile", "value": {"type": "Localhost"}},
+	])
+	testing.denials(rule, pod_only) == {
+		`Pod: forbidden AppArmor profile (pod must not set securityContext.appArmorProfile.type to "Unconfined")`,
+	}
+	both := testing.restricted([
+		{"op": "add", "path": "/securityContext/appArmorProfile", "value": {"type": "Unconfined"}},
+		{"op": "add", "path": "/containers/0/securityContext/appArmorProfile", "value": {"type": "Unconfined"}},
+	])
+	testing.denials(rule, both) == {
+		`Pod: forbidden AppArmor profile (pod and container "main" must not set securityContext.appArmorProfile.type to "Unconfined")`,
+	}
+}
+
 annotated(value) := json.patch(testing.restricted([]), [{
 	"op": "add", "path": "/request/object/metadata/annotations",
 	"value": {"container.apparmor.security.beta.kubernetes.io/main": value},

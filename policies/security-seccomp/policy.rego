@@ -36,11 +36,6 @@ valid_types := {"RuntimeDefault", "Localhost"}
 
 profile_type := ["securityContext", "seccompProfile", "type"]
 
-explicitly_bad(type) if {
-	type != ""
-	not type in valid_types
-}
-
 # The alpha annotations, judged below v1.19.
 forbidden_annotations(bad) := sprintf("forbidden annotations %s", [concat(", ", sort(bad))])
 
@@ -64,7 +59,8 @@ deny contains failure(where, "seccompProfile", detail, "baseline") if {
 	pod := object.get(group.spec, profile_type, "")
 	bad := {type |
 		some type in array.concat([pod], [object.get(c, profile_type, "") | some c in group.containers])
-		explicitly_bad(type)
+		type != ""
+		not type in valid_types
 	}
 	count(bad) > 0
 	names := [c.name | some c in group.containers; object.get(c, profile_type, "") in bad]
