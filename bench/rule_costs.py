@@ -11,10 +11,17 @@ its rounds: on a shared host a round's median can be twice its minimum.
 A package's row is what it costs alone, less the entry with no package: its own rule bodies and
 every helper it reaches. Helpers that several packages share (``container_groups``, ``judged_specs``)
 are computed once per evaluation in the whole catalogue, so the rows add up to more than the whole.
-Leaving one package out of the whole would count it without them, but on this host identical
+Leaving one package out of the whole counts it without them, but on a busy host identical
 programs' times move by 10-15% between rounds, more than most packages cost against a whole of ~400
 µs; alone, a package's noise is that share of its own few µs. The ``input`` row is
 ``set_input_json`` of the document, which every evaluation pays once, before any rule.
+
+    python bench/rule_costs.py --leave-one-out --rounds 25
+
+gives that other view: what the whole saves without each package (its bodies, and the helpers no
+other package needs), beside three identical copies of the whole, whose spread is the noise a row
+must clear. On a quiet hour the copies agree within a few µs and two runs within ~2 µs per package;
+on a busy one, read the alone rows.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from webhook.policy.sources import PolicySet, decision_rules, load_policy_set  #
 from load import admission_review, realistic_pod  # noqa: E402
 
 WHOLE, NONE = "whole catalogue", "entry with no package"
+COPIES = 3  # identical wholes in --leave-one-out: their spread is the noise floor of its rows
 
 
 def loaded_vm(policy_set: PolicySet, rules: dict[str, set[str]], data: dict[str, Any], document: str) -> Any:
@@ -58,6 +66,15 @@ def variants(policy_set: PolicySet, data: dict[str, Any], document: str) -> dict
     found = {WHOLE: loaded_vm(policy_set, rules, data, document), NONE: loaded_vm(policy_set, {}, data, document)}
     for package, kinds in sorted(rules.items()):
         found[package] = loaded_vm(policy_set, {package: kinds}, data, document)
+    return found
+
+
+def leave_one_out_variants(policy_set: PolicySet, data: dict[str, Any], document: str) -> dict[str, Any]:
+    """COPIES identical wholes, and the whole without each package in turn."""
+    rules = decision_rules(policy_set)
+    found = {f"{WHOLE} ({copy + 1})": loaded_vm(policy_set, rules, data, document) for copy in range(COPIES)}
+    for package in sorted(rules):
+        found[package] = loaded_vm(policy_set, {p: kinds for p, kinds in rules.items() if p != package}, data, document)
     return found
 
 
@@ -86,6 +103,15 @@ def table(lowest: dict[str, float]) -> list[tuple[str, float, float]]:
     return [(name, spent, spent / whole) for name, spent in ordered]
 
 
+def leave_one_out_table(lowest: dict[str, float]) -> list[tuple[str, float, float]]:
+    """Rows of (what, µs, share): the copies of the whole, then what the whole saves without each package."""
+    wholes = {name: spent for name, spent in lowest.items() if name.startswith(WHOLE)}
+    whole = min(wholes.values())
+    saved = [(name, whole - spent) for name, spent in lowest.items() if name not in wholes]
+    rows = sorted(saved, key=lambda row: -row[1])
+    return [(name, spent, spent / whole) for name, spent in [*sorted(wholes.items()), *rows]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=11, help="rounds, each variant once per round in random order")
@@ -93,14 +119,20 @@ def main() -> None:
     parser.add_argument("--policies", type=Path, default=ROOT / "policies", help="the policy folder")
     parser.add_argument("--input", type=Path, help="an AdmissionReview's JSON (default: bench/load.py's pod)")
     parser.add_argument("--results", type=Path, help="write the rows to this JSON file too")
+    parser.add_argument("--leave-one-out", action="store_true",
+                        help="what the whole saves without each package, beside identical copies of the whole")
     args = parser.parse_args()
     document = args.input.read_text() if args.input else admission_review(realistic_pod()).decode()
     data = {"vgate": {"config": load_config(str(DEFAULT_CONFIG_PATH)).document}}  # as RegorusEngine gives it
-    vms = variants(load_policy_set(args.policies), data, document)
+    build = leave_one_out_variants if args.leave_one_out else variants
+    vms = build(load_policy_set(args.policies), data, document)
     timed: dict[str, Callable[[], Any]] = {name: partial(vm.execute_entry_point, ENTRY_RESULT)
                                            for name, vm in vms.items()}
-    timed["input"] = partial(vms[WHOLE].set_input_json, document)
-    rows = table(lowest_per_call(timed, args.rounds, args.calls))
+    if args.leave_one_out:
+        rows = leave_one_out_table(lowest_per_call(timed, args.rounds, args.calls))
+    else:
+        timed["input"] = partial(vms[WHOLE].set_input_json, document)
+        rows = table(lowest_per_call(timed, args.rounds, args.calls))
     print(f"{'':48s} {'µs':>7s} {'share':>6s}")
     for name, spent, share in rows:
         print(f"{name:48s} {spent:7.1f} {share:6.1%}")
