@@ -237,7 +237,10 @@ def start_server(
         port = sock.getsockname()[1]
     config = Path(workdir.name) / "vgate.yaml"
     forward = f"\n  forward:\n    url: {forward_url}" if forward_url else ""
-    config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit{forward}"))
+    text = DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit{forward}")
+    # Its hourly reports in the scratch folder too, and no anchor: the shipped anchorFile is under $HOME,
+    # where a run that crosses an hour would leave one (and `audit verify` then ask for that report's key).
+    config.write_text(text.replace("\n  dir: reports\n", f"\n  dir: {workdir.name}/reports\n  anchorFile: null\n"))
     server = subprocess.Popen(
         [
             sys.executable,

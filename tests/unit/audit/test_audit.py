@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from webhook.audit.log import GENESIS, DecisionLog
 from webhook.audit.verify import verify_segments
 
 from helpers import VGATE
+
+# `audit verify` also checks the reports its config's anchor file lists, by default under $HOME. These
+# tests judge the decision log alone, so they run it with an empty home of their own: a server run by
+# hand (a bench) across an hour boundary leaves an anchor in the real one.
+OWN_HOME = {**os.environ, "HOME": tempfile.mkdtemp(prefix="vgate-test-home-")}
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
@@ -34,7 +40,7 @@ def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
 
 def vgate_verify(directory: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*VGATE, "audit", "verify", "--dir", str(directory)], capture_output=True, text=True, timeout=60
+        [*VGATE, "audit", "verify", "--dir", str(directory)], capture_output=True, text=True, timeout=60, env=OWN_HOME
     )
 
 
@@ -108,13 +114,13 @@ def test_a_sealed_torn_line_is_acknowledged_until_the_segment_changes(tmp_path):
     sealed = subprocess.run(run, capture_output=True, text=True, timeout=60)
     assert sealed.returncode == 0, sealed.stderr
     verify = [*VGATE, "audit", "verify", "--config", str(config)]
-    result = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(verify, capture_output=True, text=True, timeout=60, env=OWN_HOME)
     assert result.returncode == 0, result.stdout
     assert "torn last record" in result.stdout and "acknowledged" in result.stdout
     assert "node crash INC-77" in result.stdout
     assert "29 records verified, 0 problems" in result.stdout
     segment.write_bytes(segment.read_bytes()[:-3])  # changed after sealing: the seal no longer covers it
-    assert subprocess.run(verify, capture_output=True, text=True, timeout=60).returncode == 1
+    assert subprocess.run(verify, capture_output=True, text=True, timeout=60, env=OWN_HOME).returncode == 1
     whole = write_records(tmp_path / "whole")
     refused = subprocess.run(
         [*VGATE, "audit", "seal", str(whole), "--reason", "x", "--config", str(config)],
