@@ -206,14 +206,26 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
         }
 
 
+def scratch_config(scratch: Path, forward_url: str | None = None) -> Path:
+    """The shipped config, written in ``scratch`` with everything a bench's server writes kept there: its
+    decision log (delivered to ``forward_url``, audit.forward, when given) and its hourly reports, with no
+    anchor. The shipped anchorFile is under $HOME, where a run that crosses an hour would leave one (and
+    `audit verify` then ask for that report's key); the server refuses one beside the evidence."""
+    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    document["audit"]["dir"] = str(scratch / "audit")
+    if forward_url:
+        document["audit"]["forward"] = {"url": forward_url}
+    document["reports"].update(dir=str(scratch / "reports"), anchorFile=None)
+    config = scratch / "vgate.yaml"
+    config.write_text(yaml.safe_dump(document))
+    return config
+
+
 def worker_gateway(scratch: Path) -> Gateway:
     """A worker's own objects in this process (wiring.load_gateway: the shipped config and policies,
     the evaluator child, a decision log synced before each answer, in ``scratch``), for benches that
     time the worker's path without HTTP."""
-    config = scratch / "vgate.yaml"
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
-    document["audit"]["dir"] = str(scratch / "audit")
-    config.write_text(yaml.safe_dump(document))
+    config = scratch_config(scratch)
     return load_gateway(Settings(str(config), str(ROOT / "policies"), hourly_reports=False), Metrics())
 
 
@@ -235,12 +247,7 @@ def start_server(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = Path(workdir.name) / "vgate.yaml"
-    forward = f"\n  forward:\n    url: {forward_url}" if forward_url else ""
-    text = DEFAULT_CONFIG_PATH.read_text().replace("dir: audit", f"dir: {workdir.name}/audit{forward}")
-    # Its hourly reports in the scratch folder too, and no anchor: the shipped anchorFile is under $HOME,
-    # where a run that crosses an hour would leave one (and `audit verify` then ask for that report's key).
-    config.write_text(text.replace("\n  dir: reports\n", f"\n  dir: {workdir.name}/reports\n  anchorFile: null\n"))
+    config = scratch_config(Path(workdir.name), forward_url)
     server = subprocess.Popen(
         [
             sys.executable,
