@@ -8,6 +8,14 @@ difference is what one decision record costs, and at 1 million decisions an hour
 of one core the decision log takes.
 
     python bench/audit_cost.py --requests 2000 --threads 8 --rounds 3
+
+At load, what the log's sync costs the server: two `vgate serve`s (bench/load.py's, 2 workers),
+one with its scratch folder, and so its decision log, in the temporary folder (a disk here), the other
+on tmpfs (/dev/shm), where fdatasync returns at once; ApacheBench sends each the sensitive pod's
+/validate in paired rounds, in alternating order, and the figures are each round's tmpfs/disk ratio
+(median, quartiles): what the whole server spends per request, by role, beside requests a second.
+
+    python bench/audit_cost.py --at-load --rounds 40 --requests 1000 --concurrency 4
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import admission_review, realistic_pod  # noqa: E402
+from load import admission_review, measure, realistic_pod, start_server, stop_servers  # noqa: E402
 
 MILLION_AN_HOUR = 1e6 / 3600  # decisions per second
 
@@ -57,7 +65,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--at-load", action="store_true", help="the sync's cost at load over HTTPS: the decision "
+                        "log on the temporary folder's disk against tmpfs (--requests per server and round)")
+    parser.add_argument("--concurrency", type=int, default=4, help="with --at-load: ab's connections in flight")
+    parser.add_argument("--tmpfs", default="/dev/shm", help="with --at-load: a tmpfs folder for the second server")
     args = parser.parse_args()
+    if args.at_load:
+        at_load(args.rounds, args.requests, args.concurrency, args.tmpfs)
+        return
     body = admission_review(realistic_pod())
     with tempfile.TemporaryDirectory() as scratch:
         off = load_gateway(Settings(None, str(ROOT / "policies")), Metrics(), audit=False)
@@ -83,6 +98,45 @@ def main() -> None:
         core_share = statistics.median(record) * 1e-6 * MILLION_AN_HOUR  # CPU seconds per second
         print(f"one decision record costs {spread(record)} µs of CPU (on less off, per round); at 1,000,000 "
               f"decisions an hour: {core_share * 100:.1f}% of one core")
+
+
+def at_load(rounds: int, requests: int, concurrency: int, tmpfs: str) -> None:
+    """The tmpfs server's figures over the disk server's, round by round (see the module's docstring)."""
+    kinds = {"disk": filesystem_of(tempfile.gettempdir()), "tmpfs": filesystem_of(tmpfs)}
+    if kinds["tmpfs"] != "tmpfs" or kinds["disk"] == "tmpfs":
+        raise SystemExit(f"--at-load needs the temporary folder on a disk and {tmpfs} on tmpfs: they are {kinds}")
+    body = admission_review(realistic_pod())
+    servers = {"disk": start_server(2, 2), "tmpfs": start_server(2, 2, scratch_root=tmpfs)}
+    try:
+        targets = {name: (f"https://127.0.0.1:{port}/validate", process.pid)
+                   for name, (process, port, _, _) in servers.items()}
+        for url, pid in targets.values():
+            measure(url, body, 500, concurrency, pid)  # every worker and child warm
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+        for index in range(rounds):
+            for name in list(servers)[:: 1 if index % 2 == 0 else -1]:
+                url, pid = targets[name]
+                runs[name].append(measure(url, body, requests, concurrency, pid))
+        print(f"/validate of the sensitive pod, {requests} requests x {rounds} paired rounds, concurrency "
+              f"{concurrency}, 2 workers each; decision log on {kinds['disk']} ({tempfile.gettempdir()}) and on "
+              f"tmpfs ({tmpfs})")
+        for key in ("cpu_us", "cpu_us_workers", "cpu_us_evaluators", "rps", "p50_ms"):
+            disk, fast = ([run[key] for run in runs[name]] for name in ("disk", "tmpfs"))
+            q1, median, q3 = statistics.quantiles([f / d for f, d in zip(fast, disk, strict=True)], n=4)
+            print(f"{key:18s} disk {statistics.median(disk):8.1f}  tmpfs {statistics.median(fast):8.1f}  "
+                  f"tmpfs/disk {median:.3f} ({q1:.3f}–{q3:.3f})")
+    finally:
+        stop_servers(servers.values())
+
+
+def filesystem_of(path: str) -> str:
+    """The type of the filesystem that holds ``path`` (the longest mount point above it)."""
+    target, best, kind = str(Path(path).resolve()), "", "unknown"
+    for line in Path("/proc/mounts").read_text().splitlines():
+        point, fstype = line.split()[1:3]
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, fstype
+    return kind
 
 
 def spread(values: list[float]) -> str:

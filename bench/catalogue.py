@@ -44,7 +44,7 @@ from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import admission_review, measure, realistic_pod, start_server, typical_pod  # noqa: E402
+from load import admission_review, measure, realistic_pod, start_server, stop_servers, typical_pod  # noqa: E402
 
 CORE = ("placement-single-zone", "placement-encrypted-memory", "network-no-external")
 
@@ -112,10 +112,7 @@ def compare_over_https(core_dir: Path, bodies: list[tuple[str, bytes]], pairs: i
                   f"quartiles {q1:.2f}-{q3:.2f});  p99 core {statistics.median(p99['core']):5.2f} ms  "
                   f"full {statistics.median(p99['full']):5.2f} ms")
     finally:
-        for process, _, _, workdir in servers.values():
-            process.terminate()
-            process.wait(timeout=20)
-            workdir.cleanup()
+        stop_servers(servers.values())
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -237,13 +238,15 @@ def start_server(
     forward_url: str | None = None,
     extra: tuple[str, ...] = (),
     output: Path | None = None,
+    scratch_root: str | None = None,
 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log
     (delivered to ``forward_url``, audit.forward, when given); ``extra`` arguments after the usual
-    ones, its output into ``output`` (else discarded)."""
+    ones, its output into ``output`` (else discarded). Its scratch folder (decision log, reports,
+    certs) is made in ``scratch_root``, else in the temporary folder."""
     import socket
 
-    workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-")
+    workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-", dir=scratch_root)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -288,6 +291,14 @@ def start_server(
             time.sleep(0.2)
     server.kill()
     raise SystemExit("vgate serve did not become ready")
+
+
+def stop_servers(servers: Iterable[tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]]) -> None:
+    """Stop what ``start_server`` started, each given time to finish its requests, and remove its scratch folder."""
+    for server, _, _, workdir in servers:
+        server.terminate()
+        server.wait(timeout=30)
+        workdir.cleanup()
 
 
 def main() -> None:
@@ -381,10 +392,7 @@ def main() -> None:
                 "rounds": {name: [run["cpu_us"] for run in runs] for name, runs in rounds.items()}},
                 indent=2) + "\n")
     finally:
-        for server, _, _, workdir in servers.values():
-            server.terminate()
-            server.wait(timeout=30)
-            workdir.cleanup()
+        stop_servers(servers.values())
 
 
 if __name__ == "__main__":
