@@ -14,8 +14,8 @@ of its own that reads a variable of the enclosing query (``[x | count(names) > 0
 undefined on the RVM when empty, where the interpreter and OPA give ``[]``. The Pod Security
 Standards rules use total helper functions instead; ``vgate test`` compares both engines on
 every sample and flags a rule that falls into it. And a rule body whose first expression is a
-constant condition (``not at_least(19)`` before any iteration) made the RVM run ~100x longer:
-the rules iterate first.
+constant condition before any iteration (it was ``not at_least(19)``, a helper since removed) made
+the RVM run ~100x longer: the rules iterate first.
 """
 
 from __future__ import annotations

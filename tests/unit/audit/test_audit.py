@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -20,6 +22,7 @@ from helpers import VGATE
 # tests judge the decision log alone, so they run it with an empty home of their own: a server run by
 # hand (a bench) across an hour boundary leaves an anchor in the real one.
 OWN_HOME = {**os.environ, "HOME": tempfile.mkdtemp(prefix="vgate-test-home-")}
+atexit.register(shutil.rmtree, OWN_HOME["HOME"], True)  # it stays empty; removed with the test session
 
 
 def write_records(directory: Path, count: int = 30, threads: int = 6) -> Path:
