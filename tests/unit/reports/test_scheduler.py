@@ -10,6 +10,7 @@ from pathlib import Path
 from webhook.core.config import Config
 from webhook.files.config_file import load_config
 from webhook.reports.build import hour_directory
+from webhook.reports.closed_hours import last_closed_hour
 from webhook.reports.keys import ensure_key, public_key_path
 from webhook.reports.schedule import FIRST_HOUR, LOOKBACK_HOURS, ReportScheduler, prune, writer_lock
 
@@ -162,21 +163,21 @@ def test_the_report_writer_job_catches_up_every_closed_hour_once(tmp_path):
     assert again.returncode == 0, again.stderr
     said = again.stdout.strip()
     if said != "every closed hour of the last day has its report":
-        # The runs crossed hh:00 (a CI run did): the hour that closed meanwhile may be the second's to
-        # write, and nothing the first wrote is written again.
-        closed = hours_closed_between(before, datetime.now(timezone.utc))
+        # The runs crossed the moment an hour becomes reportable (hh:01, one GRACE after it ends; a CI
+        # run did): that hour may be the second's to write, and nothing the first wrote is written again.
+        closed = hours_reportable_between(before, datetime.now(timezone.utc))
         may_write = {str(hour_directory(tmp_path / "reports", hour)) for hour in closed}
         written = {line for line in said.split() if not line.endswith("/daily")}
         assert written and written <= may_write, said
 
 
-def hours_closed_between(start: datetime, end: datetime) -> list[datetime]:
-    """The hours that ended after ``start`` and by ``end``."""
-    hour, closed = start.replace(minute=0, second=0, microsecond=0), []
-    while hour + timedelta(hours=1) <= end:
-        closed.append(hour)
+def hours_reportable_between(start: datetime, end: datetime) -> list[datetime]:
+    """The hours that became reportable (closed_hours.last_closed_hour) after ``start`` and by ``end``."""
+    hour, newest, found = last_closed_hour(start) + timedelta(hours=1), last_closed_hour(end), []
+    while hour <= newest:
+        found.append(hour)
         hour += timedelta(hours=1)
-    return closed
+    return found
 
 
 def test_published_reports_are_readable_by_the_writer_and_its_group_only(tmp_path):
