@@ -6,6 +6,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from webhook.reports.build import hour_directory
+from webhook.reports.closed_hours import last_closed_hour
 from webhook.reports.schedule import FIRST_HOUR
 
 
@@ -14,9 +15,7 @@ def test_a_running_server_reports_the_previous_hour(start_server, tmp_path):
     started = datetime.now(timezone.utc) - timedelta(hours=2)
     (tmp_path / "s0" / "reports" / FIRST_HOUR).write_text(f"{started:%Y-%m-%dT%H}")
     server = start_server(workers=1, hourly_reports=True)
-    previous = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
-    if datetime.now(timezone.utc).minute == 0:
-        previous -= timedelta(hours=1)  # inside the grace minute the hour before is the last closed one
+    previous = last_closed_hour(datetime.now(timezone.utc))  # in the grace minute (hh:00-hh:01), two hours back
     target = hour_directory(server.workdir / "reports", previous) / "SHA256SUMS.sig"
     deadline = time.monotonic() + 120  # it backfills the day oldest first, so the chain links
     while not target.exists() and time.monotonic() < deadline:
