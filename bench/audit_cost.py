@@ -37,7 +37,15 @@ from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import admission_review, measure, realistic_pod, start_server, stop_servers  # noqa: E402
+from load import (  # noqa: E402
+    RATIO_KEYS,
+    admission_review,
+    paired_rounds,
+    ratio_line,
+    realistic_pod,
+    start_server,
+    stop_servers,
+)
 
 MILLION_AN_HOUR = 1e6 / 3600  # decisions per second
 
@@ -110,21 +118,12 @@ def at_load(rounds: int, requests: int, concurrency: int, tmpfs: str) -> None:
     try:
         targets = {name: (f"https://127.0.0.1:{port}/validate", process.pid)
                    for name, (process, port, _, _) in servers.items()}
-        for url, pid in targets.values():
-            measure(url, body, 500, concurrency, pid)  # every worker and child warm
-        runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
-        for index in range(rounds):
-            for name in list(servers)[:: 1 if index % 2 == 0 else -1]:
-                url, pid = targets[name]
-                runs[name].append(measure(url, body, requests, concurrency, pid))
+        runs = paired_rounds(targets, body, rounds, requests, concurrency)
         print(f"/validate of the sensitive pod, {requests} requests x {rounds} paired rounds, concurrency "
               f"{concurrency}, 2 workers each; decision log on {kinds['disk']} ({tempfile.gettempdir()}) and on "
               f"tmpfs ({tmpfs})")
-        for key in ("cpu_us", "cpu_us_workers", "cpu_us_evaluators", "rps", "p50_ms"):
-            disk, fast = ([run[key] for run in runs[name]] for name in ("disk", "tmpfs"))
-            q1, median, q3 = statistics.quantiles([f / d for f, d in zip(fast, disk, strict=True)], n=4)
-            print(f"{key:18s} disk {statistics.median(disk):8.1f}  tmpfs {statistics.median(fast):8.1f}  "
-                  f"tmpfs/disk {median:.3f} ({q1:.3f}–{q3:.3f})")
+        for key in RATIO_KEYS:
+            print(ratio_line(key, runs, "disk", "tmpfs"))
     finally:
         stop_servers(servers.values())
 

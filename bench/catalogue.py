@@ -44,7 +44,7 @@ from webhook.server.gateway import Gateway  # noqa: E402
 from webhook.server.metrics import Metrics  # noqa: E402
 from webhook.server.wiring import Settings, load_gateway  # noqa: E402
 
-from load import admission_review, measure, realistic_pod, start_server, stop_servers, typical_pod  # noqa: E402
+from load import admission_review, paired_rounds, realistic_pod, start_server, stop_servers, typical_pod  # noqa: E402
 
 CORE = ("placement-single-zone", "placement-encrypted-memory", "network-no-external")
 
@@ -93,18 +93,11 @@ def compare_over_https(core_dir: Path, bodies: list[tuple[str, bytes]], pairs: i
     servers = {name: start_server(workers=2, threads=2, policies=path)
                for name, path in (("core", core_dir), ("full", ROOT / "policies"))}
     try:
-        urls = {name: f"https://127.0.0.1:{port}/validate" for name, (_, port, _, _) in servers.items()}
-        pids = {name: server.pid for name, (server, _, _, _) in servers.items()}
+        targets = {name: (f"https://127.0.0.1:{port}/validate", server.pid)
+                   for name, (server, port, _, _) in servers.items()}
         for label, body in bodies:
-            for name, url in urls.items():
-                measure(url, body, 300, 1, pids[name])  # warm-up
-            p50: dict[str, list[float]] = {"core": [], "full": []}
-            p99: dict[str, list[float]] = {"core": [], "full": []}
-            for pair in range(pairs):
-                for name in (("core", "full") if pair % 2 == 0 else ("full", "core")):
-                    result = measure(urls[name], body, requests, 1, pids[name])
-                    p50[name].append(result["p50_ms"])
-                    p99[name].append(result["p99_ms"])
+            runs = paired_rounds(targets, body, pairs, requests, 1)
+            p50, p99 = ({name: [run[key] for run in runs[name]] for name in runs} for key in ("p50_ms", "p99_ms"))
             ratios = [f / c for f, c in zip(p50["full"], p50["core"], strict=True)]
             q1, ratio, q3 = quartiles(ratios)
             print(f"{label:14s} HTTPS /validate p50 core {statistics.median(p50['core']):5.2f} ms  "

@@ -131,10 +131,15 @@ def tree_cpu_seconds(root: int) -> float:
 ROLES = ("master", "workers", "evaluators")
 
 
-def tree_cpu_by_role(root: int) -> dict[str, float]:
+def tree_cpu_by_role(root: int, precise: bool = False) -> dict[str, float]:
     """``tree_cpu_seconds`` by role: the master (``root``), the evaluator children (by their command
     line) and the workers (every other descendant). What a request costs at load, part by part:
-    the child's share there is not its share run serially (bench/latency_split.py)."""
+    the child's share there is not its share run serially (bench/latency_split.py).
+
+    ``precise`` reads each live thread's nanoseconds on a CPU (``/proc/<pid>/task/*/schedstat``)
+    instead of ``/proc/<pid>/stat``'s 10 ms ticks: the same quantity, for rounds too short for ticks
+    (a round of 300 evaluations is ~23 ticks of a child), but without the time of threads and
+    children that ended meanwhile."""
     parents: dict[int, int] = {}
     spent: dict[int, float] = {}
     ticks = os.sysconf("SC_CLK_TCK")
@@ -143,10 +148,11 @@ def tree_cpu_by_role(root: int) -> dict[str, float]:
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            spent[int(entry.name)] = (_thread_seconds(entry) if precise
+                                      else sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks)
+        except (OSError, ValueError):
             continue  # exited meanwhile
         parents[int(entry.name)] = int(fields[1])
-        spent[int(entry.name)] = sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks
     tree, frontier = {root}, [root]
     while frontier:
         parent = frontier.pop()
@@ -158,6 +164,10 @@ def tree_cpu_by_role(root: int) -> dict[str, float]:
     for pid in tree:
         found[_role(pid, root)] += spent.get(pid, 0.0)
     return found
+
+
+def _thread_seconds(process: Path) -> float:
+    return sum(int((thread / "schedstat").read_text().split()[0]) for thread in (process / "task").iterdir()) / 1e9
 
 
 def _role(pid: int, root: int) -> str:
@@ -178,7 +188,8 @@ def _field(pattern: str, output: str) -> str:
     return found.group(1)
 
 
-def measure(url: str, body: bytes | None, requests: int, concurrency: int, server_pid: int) -> dict[str, float]:
+def measure(url: str, body: bytes | None, requests: int, concurrency: int, server_pid: int,
+            precise: bool = False) -> dict[str, float]:
     """Run ApacheBench (C, keep-alive, count-bounded) so the client steals little of the 2 cores; the
     server's CPU per request is its process tree's CPU time over the run, divided by the requests."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -188,9 +199,9 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
             payload = Path(scratch) / "body.json"
             payload.write_bytes(body)
             command += ["-p", str(payload), "-T", "application/json"]
-        before = tree_cpu_by_role(server_pid)
+        before = tree_cpu_by_role(server_pid, precise)
         output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
-        after = tree_cpu_by_role(server_pid)
+        after = tree_cpu_by_role(server_pid, precise)
         by_role = {role: (after[role] - before[role]) / requests * 1e6 for role in ROLES}
         failed = int(_field(r"Failed requests:\s+(\d+)", output))
         non_2xx = re.search(r"Non-2xx responses:\s+(\d+)", output)
@@ -207,12 +218,12 @@ def measure(url: str, body: bytes | None, requests: int, concurrency: int, serve
         }
 
 
-def scratch_config(scratch: Path, forward_url: str | None = None) -> Path:
-    """The shipped config, written in ``scratch`` with everything a bench's server writes kept there: its
-    decision log (delivered to ``forward_url``, audit.forward, when given) and its hourly reports, with no
-    anchor. The shipped anchorFile is under $HOME, where a run that crosses an hour would leave one (and
-    `audit verify` then ask for that report's key); the server refuses one beside the evidence."""
-    document = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+def scratch_config(scratch: Path, forward_url: str | None = None, shipped: Path = DEFAULT_CONFIG_PATH) -> Path:
+    """The shipped config (``shipped``), written in ``scratch`` with everything a bench's server writes kept
+    there: its decision log (delivered to ``forward_url``, audit.forward, when given) and its hourly reports,
+    with no anchor. The shipped anchorFile is under $HOME, where a run that crosses an hour would leave one
+    (and `audit verify` then ask for that report's key); the server refuses one beside the evidence."""
+    document = yaml.safe_load(shipped.read_text())
     document["audit"]["dir"] = str(scratch / "audit")
     if forward_url:
         document["audit"]["forward"] = {"url": forward_url}
@@ -239,18 +250,28 @@ def start_server(
     extra: tuple[str, ...] = (),
     output: Path | None = None,
     scratch_root: str | None = None,
+    tree: Path | None = None,
 ) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log
     (delivered to ``forward_url``, audit.forward, when given); ``extra`` arguments after the usual
     ones, its output into ``output`` (else discarded). Its scratch folder (decision log, reports,
-    certs) is made in ``scratch_root``, else in the temporary folder."""
+    certs) is made in ``scratch_root``, else in the temporary folder.
+
+    ``tree``: another checkout's code (``webhook/``), with its own shipped config and policies, run on
+    this environment's Python and packages (bench/against.py); its $HOME is the scratch folder, so
+    nothing it writes outside (an older tree's anchor, say) outlives the run."""
     import socket
 
     workdir = tempfile.TemporaryDirectory(prefix="vgate-bench-", dir=scratch_root)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = scratch_config(Path(workdir.name), forward_url)
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": str(tree), "HOME": workdir.name}
+        policies = tree / "policies" if policies == ROOT / "policies" else policies
+    shipped = tree / "webhook" / "files" / "defaults" / "vgate.yaml" if tree is not None else DEFAULT_CONFIG_PATH
+    config = scratch_config(Path(workdir.name), forward_url, shipped)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -274,6 +295,7 @@ def start_server(
             *extra,
         ],
         cwd=workdir.name,
+        env=env,
         stdout=output.open("wb") if output else subprocess.DEVNULL,
         stderr=subprocess.STDOUT if output else subprocess.DEVNULL,
     )
@@ -291,6 +313,32 @@ def start_server(
             time.sleep(0.2)
     server.kill()
     raise SystemExit("vgate serve did not become ready")
+
+
+RATIO_KEYS = ("cpu_us", "cpu_us_workers", "cpu_us_evaluators", "rps", "p50_ms")
+
+
+def paired_rounds(targets: dict[str, tuple[str, int]], body: bytes, rounds: int, requests: int, concurrency: int,
+                  precise: bool = False) -> dict[str, list[dict[str, float]]]:
+    """Each target's (url, server pid) figures, round by round: in each round every target in turn, in
+    alternating order, so that a machine slowing down mid-run slows each alike; every worker and
+    evaluator child warmed first."""
+    for url, pid in targets.values():
+        measure(url, body, 500, concurrency, pid)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
+    for index in range(rounds):
+        for name in list(targets)[:: 1 if index % 2 == 0 else -1]:
+            url, pid = targets[name]
+            runs[name].append(measure(url, body, requests, concurrency, pid, precise))
+    return runs
+
+
+def ratio_line(key: str, runs: dict[str, list[dict[str, float]]], over: str, name: str) -> str:
+    """``key``'s medians for ``over`` and ``name``, and the median (quartiles) of ``name``/``over`` round by round."""
+    base, other = ([run[key] for run in runs[which]] for which in (over, name))
+    q1, median, q3 = statistics.quantiles([o / b for o, b in zip(other, base, strict=True)], n=4)
+    return (f"{key:18s} {over} {statistics.median(base):8.1f}  {name} {statistics.median(other):8.1f}  "
+            f"{name}/{over} {median:.3f} ({q1:.3f}–{q3:.3f})")
 
 
 def stop_servers(servers: Iterable[tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]]) -> None:
