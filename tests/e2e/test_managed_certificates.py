@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +179,33 @@ def test_the_service_account_may_touch_its_secret_and_its_two_configurations_onl
     assert not can("create", "validatingwebhookconfigurations")
 
 
-def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Kube) -> None:
-    """Pods created for 110 s (server-side dry runs, each judged by both webhooks): every certificate
-    renewal and the CA's replacement happen meanwhile, and not one creation fails."""
+# A machine that stands still longer than a certificate has left (renewBefore, 25 s) lets it expire with
+# nothing running to renew it, and no keeper could do better: a rehearsal's VM stood still for 48 s once
+# (the kernel said "crng reseeded due to virtual machine fork"; every component's log fell silent). A
+# window in which the test's own loop saw a gap this long is not evidence: a new one is observed, once.
+FROZEN_SECONDS = 20.0  # the loop below takes ~1-3 s a turn
+
+
+@dataclass
+class Window:
+    """What 110 s of pod creations saw: each creation's outcome and the certificates and CAs served."""
+
+    first_ca: x509.Certificate
+    started: float  # time.monotonic()
+    outcomes: list[tuple[str, int, str]] = field(default_factory=list)
+    served: dict[int, x509.Name] = field(default_factory=dict)  # serial -> issuer
+    expired: list[str] = field(default_factory=list)  # certificates served after they expired
+    cas: set[int] = field(default_factory=set)
+    trusted_since: dict[x509.Name, float] = field(default_factory=dict)  # CA -> first in the API server's caBundle
+    signing_since: dict[x509.Name, float] = field(default_factory=dict)  # CA -> first served a certificate it signed
+    frozen: float = 0.0  # the longest turn of the sampling loop, when over FROZEN_SECONDS
+
+
+def observe(kube: Kube, seconds: float = 110) -> Window:
+    """Pods created from two threads for ``seconds`` while the served certificate, the Secret's CAs and
+    the webhook configurations' bundles are sampled each second."""
     api = cluster_api()
-    outcomes: list[tuple[str, int, str]] = []
+    window = Window(x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])[0], time.monotonic())
     stop = threading.Event()
 
     def create_pods(worker: int) -> None:
@@ -191,48 +214,58 @@ def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Ku
             name = f"load-{worker}-{count}"
             response = api.session.post(f"{api.url}/api/v1/namespaces/{NAMESPACE}/pods", params={"dryRun": "All"},
                                         json=pod(name), timeout=30)
-            outcomes.append((name, response.status_code, response.text[:300] if response.status_code >= 300 else ""))
+            window.outcomes.append((name, response.status_code,
+                                    response.text[:300] if response.status_code >= 300 else ""))
             count += 1
             time.sleep(0.2)
 
-    first_ca = x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])[0]
     workers = [threading.Thread(target=create_pods, args=(n,)) for n in range(2)]
     for thread in workers:
         thread.start()
-    served: dict[int, x509.Name] = {}  # serial -> issuer
-    expired: list[str] = []  # certificates served after they expired (a new handshake would fail)
-    cas: set[int] = set()
-    trusted_since: dict[x509.Name, float] = {}  # a CA's subject -> when the API server's caBundle first had it
-    signing_since: dict[x509.Name, float] = {}  # a CA's subject -> when a certificate it signed was first served
-    window = time.monotonic()
-    deadline = window + 110
+    last_turn = time.time()
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < window.started + seconds:
             certificate = served_certificate()
             now = time.monotonic()
             if certificate.not_valid_after_utc < datetime.datetime.now(datetime.timezone.utc):
-                expired.append(f"{certificate.serial_number} (until {certificate.not_valid_after_utc:%T})")
-            served[certificate.serial_number] = certificate.issuer
-            signing_since.setdefault(certificate.issuer, now)
-            cas |= {c.serial_number for c in x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])}
+                window.expired.append(f"{certificate.serial_number} (until {certificate.not_valid_after_utc:%T})")
+            window.served[certificate.serial_number] = certificate.issuer
+            window.signing_since.setdefault(certificate.issuer, now)
+            window.cas |= {c.serial_number for c in x509.load_pem_x509_certificates(secret_data(kube)["ca.crt"])}
             for bundle in bundles(kube):
                 for ca in x509.load_pem_x509_certificates(base64.b64decode(bundle)):
-                    trusted_since.setdefault(ca.subject, now)
+                    window.trusted_since.setdefault(ca.subject, now)
             time.sleep(1)
+            turn, last_turn = time.time() - last_turn, time.time()
+            if turn > FROZEN_SECONDS:
+                window.frozen = max(window.frozen, turn)
     finally:
         stop.set()
         for thread in workers:
             thread.join()
+    return window
+
+
+def test_renewals_and_a_new_ca_under_load_refuse_no_pod(keeper: Keeper, kube: Kube) -> None:
+    """Pods created for 110 s (server-side dry runs, each judged by both webhooks): every certificate
+    renewal and the CA's replacement happen meanwhile, and not one creation fails."""
+    window = observe(kube)
+    if window.frozen:
+        print(f"a turn of the sampling loop took {window.frozen:.0f} s (the machine stood still): a new window")
+        window = observe(kube)
+    assert not window.frozen, f"a turn of the sampling loop took {window.frozen:.0f} s in both windows"
+    outcomes, served, first_ca = window.outcomes, window.served, window.first_ca
     failed = [o for o in outcomes if o[1] != 201]
     assert len(outcomes) > 300 and not failed, (len(outcomes), failed[:5], renewals(keeper))
-    assert not expired, (expired, renewals(keeper))
+    assert not window.expired, (window.expired, renewals(keeper))
     assert len(served) >= 5, f"the certificate was renewed {len(served) - 1} times"
-    assert len(cas) >= 2 and first_ca.serial_number in cas, "a new CA joined the bundle"
+    assert len(window.cas) >= 2 and first_ca.serial_number in window.cas, "a new CA joined the bundle"
     assert len(set(served.values())) >= 2, "a new CA signed what was served"
     # A CA that joined during the window is in the webhook configurations caSettle (30 s) before anything
     # it signed is served (the API server's caBundle cache has caught up by then). Without the wait it
     # would sign at the next renewal, at most 15 s and a look (5 s) after joining; sampled each second.
-    new_cas = [ca for ca in signing_since if ca != first_ca.subject and trusted_since[ca] > window + 1]
+    signing_since, trusted_since = window.signing_since, window.trusted_since
+    new_cas = [ca for ca in signing_since if ca != first_ca.subject and trusted_since[ca] > window.started + 1]
     assert new_cas and all(signing_since[ca] - trusted_since[ca] >= 25 for ca in new_cas), \
         {ca.rfc4514_string(): signing_since[ca] - trusted_since.get(ca, 0) for ca in new_cas}
     judged = {r["name"] for r in keeper.decisions() if r.get("endpoint") == "validate"}
