@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from load import (  # noqa: E402
     RATIO_KEYS,
+    Server,
     admission_review,
     paired_rounds,
     ratio_line,
@@ -86,13 +87,12 @@ def main() -> None:
         trees: dict[str, Path | None] = {"baseline": baseline, "this": None}
         if args.control:
             trees["control"] = copy_of_this_tree(Path(scratch))
-        servers = {}
+        servers: dict[str, Server] = {}
         try:
             for name, tree in trees.items():
                 servers[name] = start_server(2, 2, tree=tree)
-            targets = {name: (f"https://127.0.0.1:{port}{args.endpoint}", process.pid)
-                       for name, (process, port, _, _) in servers.items()}
-            runs = paired_rounds(targets, body, args.rounds, args.requests, args.concurrency, precise=True)
+            runs = paired_rounds(servers, args.endpoint, body, args.rounds, args.requests, args.concurrency,
+                                 precise=True)
         finally:
             stop_servers(servers.values())
     print(f"{args.endpoint} of the sensitive pod, {args.requests} requests x {args.rounds} paired rounds, "

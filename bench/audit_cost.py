@@ -116,9 +116,7 @@ def at_load(rounds: int, requests: int, concurrency: int, tmpfs: str) -> None:
     body = admission_review(realistic_pod())
     servers = {"disk": start_server(2, 2), "tmpfs": start_server(2, 2, scratch_root=tmpfs)}
     try:
-        targets = {name: (f"https://127.0.0.1:{port}/validate", process.pid)
-                   for name, (process, port, _, _) in servers.items()}
-        runs = paired_rounds(targets, body, rounds, requests, concurrency)
+        runs = paired_rounds(servers, "/validate", body, rounds, requests, concurrency)
         print(f"/validate of the sensitive pod, {requests} requests x {rounds} paired rounds, concurrency "
               f"{concurrency}, 2 workers each; decision log on {kinds['disk']} ({tempfile.gettempdir()}) and on "
               f"tmpfs ({tmpfs})")

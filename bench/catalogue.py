@@ -93,10 +93,8 @@ def compare_over_https(core_dir: Path, bodies: list[tuple[str, bytes]], pairs: i
     servers = {name: start_server(workers=2, threads=2, policies=path)
                for name, path in (("core", core_dir), ("full", ROOT / "policies"))}
     try:
-        targets = {name: (f"https://127.0.0.1:{port}/validate", server.pid)
-                   for name, (server, port, _, _) in servers.items()}
         for label, body in bodies:
-            runs = paired_rounds(targets, body, pairs, requests, 1)
+            runs = paired_rounds(servers, "/validate", body, pairs, requests, 1)
             p50, p99 = ({name: [run[key] for run in runs[name]] for name in runs} for key in ("p50_ms", "p99_ms"))
             ratios = [f / c for f, c in zip(p50["full"], p50["core"], strict=True)]
             q1, ratio, q3 = quartiles(ratios)

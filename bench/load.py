@@ -39,6 +39,8 @@ from webhook.server.metrics import Metrics
 from webhook.server.wiring import Settings, load_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
+# What start_server starts: the process, its port, its CA file and its scratch folder.
+Server = tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
@@ -251,7 +253,7 @@ def start_server(
     output: Path | None = None,
     scratch_root: str | None = None,
     tree: Path | None = None,
-) -> tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]:
+) -> Server:
     """`vgate serve` on a free loopback port with the shipped config, its own certs and decision log
     (delivered to ``forward_url``, audit.forward, when given); ``extra`` arguments after the usual
     ones, its output into ``output`` (else discarded). Its scratch folder (decision log, reports,
@@ -318,11 +320,13 @@ def start_server(
 RATIO_KEYS = ("cpu_us", "cpu_us_workers", "cpu_us_evaluators", "rps", "p50_ms")
 
 
-def paired_rounds(targets: dict[str, tuple[str, int]], body: bytes, rounds: int, requests: int, concurrency: int,
+def paired_rounds(servers: dict[str, Server], path: str, body: bytes, rounds: int, requests: int, concurrency: int,
                   precise: bool = False) -> dict[str, list[dict[str, float]]]:
-    """Each target's (url, server pid) figures, round by round: in each round every target in turn, in
+    """Each server's figures for ``path``, round by round: in each round every server in turn, in
     alternating order, so that a machine slowing down mid-run slows each alike; every worker and
     evaluator child warmed first."""
+    targets = {name: (f"https://127.0.0.1:{port}{path}", process.pid)
+               for name, (process, port, _, _) in servers.items()}
     for url, pid in targets.values():
         measure(url, body, 500, concurrency, pid)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
@@ -341,7 +345,7 @@ def ratio_line(key: str, runs: dict[str, list[dict[str, float]]], over: str, nam
             f"{name}/{over} {median:.3f} ({q1:.3f}–{q3:.3f})")
 
 
-def stop_servers(servers: Iterable[tuple[subprocess.Popen, int, str, tempfile.TemporaryDirectory]]) -> None:
+def stop_servers(servers: Iterable[Server]) -> None:
     """Stop what ``start_server`` started, each given time to finish its requests, and remove its scratch folder."""
     for server, _, _, workdir in servers:
         server.terminate()
