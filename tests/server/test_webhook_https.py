@@ -10,6 +10,7 @@ import json
 import re
 import socket
 import ssl
+import time
 
 import jsonpatch
 import pytest
@@ -312,6 +313,65 @@ def test_both_content_length_and_chunked_get_the_json_shape_and_a_record(server)
     assert head.startswith("HTTP/1.1 200"), head
     assert json.loads(payload)["response"]["uid"] == "cl-te"
     assert any(r.get("uid") == "cl-te" for r in server.decisions())
+
+
+def _exchange(tls: ssl.SSLSocket, pieces: list[bytes], pause: float = 0.3) -> tuple[str, bytes]:
+    """Send ``pieces`` on ``tls`` with a pause between them; the answer's head and its body (by its length)."""
+    for index, piece in enumerate(pieces):
+        if index:
+            time.sleep(pause)  # each piece its own TLS record, so the server reads the body in parts
+        tls.sendall(piece)
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += tls.recv(65536)
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
+    while len(payload) < length:
+        payload += tls.recv(65536)
+    return head.decode(), payload
+
+
+def test_a_body_is_whole_at_its_content_length_and_the_connection_serves_the_next(server):
+    """The body is read until its Content-Length is in, however it is split, and no further: the same
+    keep-alive connection then serves an empty body (400 without waiting for one) and another review."""
+    def refused() -> list[dict]:
+        return [r for r in server.decisions() if r.get("httpStatus") == 400 and r["endpoint"] == "validate"]
+
+    earlier = len(refused())
+    body = json.dumps(review(pod(), uid="in-pieces")).encode()
+    head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n")
+    context = ssl.create_default_context(cafile=str(server.ca))
+    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.settimeout(10)
+        status, payload = _exchange(tls, [head % len(body) + body[:7], body[7:300], body[300:]])
+        assert status.startswith("HTTP/1.1 200"), status
+        assert json.loads(payload)["response"]["uid"] == "in-pieces"
+        status, payload = _exchange(tls, [head % 0])
+        assert status.startswith("HTTP/1.1 400") and "\n" not in payload.decode(), (status, payload)
+        again = json.dumps(review(pod(), uid="after-empty")).encode()
+        status, payload = _exchange(tls, [head % len(again) + again])
+        assert json.loads(payload)["response"]["uid"] == "after-empty"
+    assert len(refused()) == earlier + 1 and refused()[-1]["decision"] == "error"
+    assert {"in-pieces", "after-empty"} <= {r.get("uid") for r in server.decisions()}
+
+
+def test_a_chunked_body_is_not_cut_at_a_content_length_sent_beside_it(server):
+    """Chunked wins over Content-Length (RFC 9112, 6.3): a first chunk exactly as long as the declared
+    length is not the whole body; judging it alone would refuse a review the API server sent whole."""
+    body = json.dumps(review(pod(), uid="cl-te-split")).encode()
+    context = ssl.create_default_context(cafile=str(server.ca))
+    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.settimeout(10)
+        status, payload = _exchange(tls, [
+            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" + body[:5] + b"\r\n",
+            f"{len(body) - 5:x}\r\n".encode() + body[5:] + b"\r\n0\r\n\r\n",
+        ])
+    assert status.startswith("HTTP/1.1 200"), (status, payload)
+    assert json.loads(payload)["response"]["uid"] == "cl-te-split"
 
 
 def test_bad_updates_get_a_clear_decision_and_are_recorded(server):

@@ -60,7 +60,7 @@ class AdmissionServer:
         if not oversized:
             try:
                 async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
-                    body, oversized = await _read(receive, limit + 1)
+                    body, oversized = await _read(receive, limit + 1, declared)
             except TimeoutError:
                 timed_out = True
         if oversized:  # read and drop the rest (to a bound), so the client is not cut off before the 413
@@ -139,11 +139,18 @@ async def _discard(receive: Receive, budget: int) -> None:
             return
 
 
-async def _read(receive: Receive, most: int) -> tuple[bytes, bool]:
-    """The body's first ``most`` bytes at most, and whether more was sent than that."""
+async def _read(receive: Receive, most: int, declared: int | None) -> tuple[bytes, bool]:
+    """The body's first ``most`` bytes at most, and whether more was sent than that.
+
+    A body is whole once its ``declared`` length (Content-Length; None when chunked) is in, without
+    waiting for the server's end-of-body message: granian hands a body that came in one piece with
+    ``more_body`` true and the end in a second message, and each message it hands over crosses its
+    Rust runtime, its blocking thread and a wake-up of this loop (a /validate costs 0.91x the CPU
+    without that second message, docs/operators.md, "Performance"). HTTP/1.1 frames the body by that
+    length, so the connection stays open for the next request."""
     parts: list[bytes] = []
     size = 0
-    while size < most:
+    while size < most and size != declared:
         message = await receive()
         if message["type"] != "http.request":
             break  # http.disconnect: the client went away
@@ -156,10 +163,15 @@ async def _read(receive: Receive, most: int) -> tuple[bytes, bool]:
 
 
 def _content_length(scope: Scope) -> int | None:
+    """The body's length as declared; None when it is not, or when the body is chunked: chunked wins
+    over a Content-Length sent beside it (RFC 9112, 6.3), so that length says nothing of the body."""
+    declared = None
     for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding":
+            return None
         if name == b"content-length":
             try:
-                return int(value)
+                declared = int(value)
             except ValueError:
                 return None
-    return None
+    return declared
