@@ -338,9 +338,13 @@ def paired_rounds(servers: dict[str, Server], path: str, body: bytes, rounds: in
 
 
 def ratio_line(key: str, runs: dict[str, list[dict[str, float]]], over: str, name: str) -> str:
-    """``key``'s medians for ``over`` and ``name``, and the median (quartiles) of ``name``/``over`` round by round."""
+    """``key``'s medians for ``over`` and ``name``, and the median (quartiles) of ``name``/``over`` round by
+    round; rounds where ``over`` read none of it (no evaluator child serves /mutate) have no ratio."""
     base, other = ([run[key] for run in runs[which]] for which in (over, name))
-    q1, median, q3 = statistics.quantiles([o / b for o, b in zip(other, base, strict=True)], n=4)
+    ratios = [o / b for o, b in zip(other, base, strict=True) if b]
+    if len(ratios) < 2:
+        return f"{key:18s} {over} {statistics.median(base):8.1f}  {name} {statistics.median(other):8.1f}  (no ratio)"
+    q1, median, q3 = statistics.quantiles(ratios, n=4)
     return (f"{key:18s} {over} {statistics.median(base):8.1f}  {name} {statistics.median(other):8.1f}  "
             f"{name}/{over} {median:.3f} ({q1:.3f}–{q3:.3f})")
 
