@@ -145,9 +145,9 @@ async def _read(receive: Receive, most: int, declared: int | None) -> tuple[byte
     A body is whole once its ``declared`` length (Content-Length; None when chunked) is in, without
     waiting for the server's end-of-body message: granian hands a body that came in one piece with
     ``more_body`` true and the end in a second message, and each message it hands over crosses its
-    Rust runtime, its blocking thread and a wake-up of this loop (a /validate costs 0.91x the CPU
-    without that second message, docs/operators.md, "Performance"). HTTP/1.1 frames the body by that
-    length, so the connection stays open for the next request."""
+    Rust runtime, its blocking thread and a wake-up of this loop (a /validate costs 0.91-0.98x the
+    CPU without that second message in three runs, docs/operators.md, "Performance"). HTTP/1.1 frames
+    the body by that length, so the connection stays open for the next request."""
     parts: list[bytes] = []
     size = 0
     while size < most and size != declared:

@@ -4,7 +4,7 @@ The messages are granian's, as its ASGI interface hands them (2.8.9, printed by 
 that came in one piece arrives with ``more_body`` true and its end in a second, empty message; a
 Content-Length sent beside ``Transfer-Encoding: chunked`` is not in the scope. Over HTTPS the same
 reads are exercised in tests/server/test_webhook_https.py; what they cannot show is how many messages
-were asked for, which costs a /validate 1.1x the CPU (docs/operators.md, "Performance")."""
+were asked for, which cost a /validate 1.02-1.10x the CPU (docs/operators.md, "Performance")."""
 
 from __future__ import annotations
 
