@@ -27,6 +27,19 @@ PINNED = {"topology.kubernetes.io/zone": "cn-north-1a",
           "node-restriction.kubernetes.io/cpu-security.sev.snp.enabled": "true"}
 
 
+# The head of a raw POST to /validate, for the tests that frame its body themselves.
+POST_VALIDATE = b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+
+
+def tls_to(server) -> ssl.SSLSocket:
+    """A raw TLS connection to ``server``, its certificate verified against the CA `vgate certs` wrote, for
+    requests framed by hand; a read waits 10 s at most."""
+    context = ssl.create_default_context(cafile=str(server.ca))
+    tls = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="localhost")
+    tls.settimeout(10)
+    return tls
+
+
 def answer(response: requests.Response) -> dict:
     assert response.status_code == 200, response.text
     body = response.json()
@@ -35,10 +48,8 @@ def answer(response: requests.Response) -> dict:
 
 
 def test_certificate_verifies_against_generated_ca_for_service_names(server):
-    with socket.create_connection(("127.0.0.1", server.port)) as raw:
-        context = ssl.create_default_context(cafile=str(server.ca))
-        with context.wrap_socket(raw, server_hostname="localhost") as tls:
-            der = tls.getpeercert(binary_form=True)
+    with tls_to(server) as tls:
+        der = tls.getpeercert(binary_form=True)
     names = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert "vgate.vgate-system.svc" in names.get_values_for_type(x509.DNSName)
     with pytest.raises(requests.exceptions.SSLError):
@@ -300,12 +311,9 @@ def test_both_content_length_and_chunked_get_the_json_shape_and_a_record(server)
     """Request smuggling's classic shape: HTTP/1.1 says chunked wins; gunicorn answered its own HTML page."""
     body = json.dumps(review(pod(), uid="cl-te")).encode()
     chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
-    context = ssl.create_default_context(cafile=str(server.ca))
-    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
-            context.wrap_socket(raw, server_hostname="localhost") as tls:
-        tls.sendall(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
-        tls.settimeout(10)
+    with tls_to(server) as tls:
+        tls.sendall(POST_VALIDATE + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    + chunked)
         answer = b""
         while chunk := tls.recv(65536):
             answer += chunk
@@ -339,12 +347,8 @@ def test_a_body_is_whole_at_its_content_length_and_the_connection_serves_the_nex
 
     earlier = len(refused())
     body = json.dumps(review(pod(), uid="in-pieces")).encode()
-    head = (b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n")
-    context = ssl.create_default_context(cafile=str(server.ca))
-    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
-            context.wrap_socket(raw, server_hostname="localhost") as tls:
-        tls.settimeout(10)
+    head = POST_VALIDATE + b"Content-Length: %d\r\n\r\n"
+    with tls_to(server) as tls:
         status, payload = _exchange(tls, [head % len(body) + body[:7], body[7:300], body[300:]])
         assert status.startswith("HTTP/1.1 200"), status
         assert json.loads(payload)["response"]["uid"] == "in-pieces"
@@ -361,13 +365,9 @@ def test_a_chunked_body_is_not_cut_at_a_content_length_sent_beside_it(server):
     """Chunked wins over Content-Length (RFC 9112, 6.3): a first chunk exactly as long as the declared
     length is not the whole body; judging it alone would refuse a review the API server sent whole."""
     body = json.dumps(review(pod(), uid="cl-te-split")).encode()
-    context = ssl.create_default_context(cafile=str(server.ca))
-    with socket.create_connection(("127.0.0.1", server.port)) as raw, \
-            context.wrap_socket(raw, server_hostname="localhost") as tls:
-        tls.settimeout(10)
+    with tls_to(server) as tls:
         status, payload = _exchange(tls, [
-            b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" + body[:5] + b"\r\n",
+            POST_VALIDATE + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" + body[:5] + b"\r\n",
             f"{len(body) - 5:x}\r\n".encode() + body[5:] + b"\r\n0\r\n\r\n",
         ])
     assert status.startswith("HTTP/1.1 200"), (status, payload)
